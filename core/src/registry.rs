@@ -1,0 +1,276 @@
+//! [`LockRegistry`] and its [`Lock`] handles: the table behind a mutex, read against a clock.
+
+use alloc::sync::Arc;
+use core::fmt;
+use core::time::Duration;
+
+use crate::config::Config;
+use crate::error::LockError;
+use crate::lease::LeaseInfo;
+use crate::table::LockTable;
+use crate::time::{Clock, Timestamp};
+
+/// A shared registry of named exclusive locks with TTL leases.
+///
+/// Cheap to clone (clones share one table) and `Send + Sync` when the clock is. A
+/// `spin::Mutex` guards one [`LockTable`]; every operation reads the clock exactly once,
+/// before taking the mutex, and passes the reading in. Nothing runs in the background:
+/// expiry is a clock check at operation boundaries.
+///
+/// # Example
+/// ```
+/// use alkstore_mem::{LockRegistry, ManualClock};
+/// use core::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let registry = LockRegistry::new(clock.clone());
+///
+/// let lock = registry.try_lock("invoice/42", "worker-a", Duration::from_secs(10))?.unwrap();
+/// // A busy lock is a value, not an error.
+/// assert!(registry.try_lock("invoice/42", "worker-b", Duration::from_secs(10))?.is_none());
+///
+/// let first_token = lock.token();
+/// assert!(lock.release());
+/// let again = registry.try_lock("invoice/42", "worker-b", Duration::from_secs(10))?.unwrap();
+/// assert!(again.token() > first_token, "fencing tokens strictly increase");
+/// # Ok::<(), alkstore_mem::LockError>(())
+/// ```
+pub struct LockRegistry<C> {
+    shared: Arc<Shared<C>>,
+}
+
+/// What a registry and its handles share.
+pub(crate) struct Shared<C> {
+    pub(crate) clock: C,
+    pub(crate) table: spin::Mutex<LockTable>,
+}
+
+impl<C: Clock> LockRegistry<C> {
+    /// A registry with the default [`Config`] (unlimited leases, 256-byte names and owners).
+    pub fn new(clock: C) -> Self {
+        Self::with_config(clock, Config::default())
+    }
+
+    /// A registry enforcing `config`.
+    pub fn with_config(clock: C, config: Config) -> Self {
+        LockRegistry {
+            shared: Arc::new(Shared {
+                clock,
+                table: spin::Mutex::new(LockTable::new(config)),
+            }),
+        }
+    }
+
+    /// Takes the lock `name` for `owner` until `ttl` from now, if it is free.
+    ///
+    /// Returns `Ok(Some(lock))` when granted, with a fencing token larger than any this
+    /// registry granted before; `Ok(None)` when the name is held by a live lease, the same
+    /// owner's included (locks are not reentrant). A busy lock allocates nothing.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidName`] (empty, too long, control character),
+    /// [`LockError::ReservedName`] (begins with `alk:`), [`LockError::InvalidOwner`] (empty or
+    /// too long), [`LockError::InvalidTtl`] (zero), all before any state changes; and
+    /// [`LockError::CapacityExceeded`] when the name is free but [`Config::max_locks`] live
+    /// leases exist.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockRegistry, ManualClock};
+    /// use core::time::Duration;
+    ///
+    /// let registry = LockRegistry::new(ManualClock::new());
+    /// match registry.try_lock("nightly-report", "host-1", Duration::from_secs(60))? {
+    ///     Some(lock) => println!("running the report with token {}", lock.token()),
+    ///     None => println!("someone else is on it"),
+    /// }
+    /// # Ok::<(), alkstore_mem::LockError>(())
+    /// ```
+    pub fn try_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<Lock<C>>, LockError> {
+        let now = self.shared.clock.now();
+        let granted = self.shared.table.lock().try_lock(name, owner, ttl, now)?;
+        Ok(granted.map(|lease| Lock::new(Arc::clone(&self.shared), lease)))
+    }
+
+    /// The live lease on `name`, or `None` when it is free, its lease lapsed, or `name` is not
+    /// a valid lock name.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockRegistry, ManualClock};
+    /// use core::time::Duration;
+    ///
+    /// let registry = LockRegistry::new(ManualClock::new());
+    /// assert!(registry.holder("db-migration").is_none());
+    /// let _lock = registry.try_lock("db-migration", "deploy-7", Duration::from_secs(60))?;
+    /// assert_eq!(registry.holder("db-migration").unwrap().owner(), "deploy-7");
+    /// # Ok::<(), alkstore_mem::LockError>(())
+    /// ```
+    pub fn holder(&self, name: &str) -> Option<LeaseInfo> {
+        let now = self.shared.clock.now();
+        self.shared.table.lock().holder(name, now)
+    }
+
+    /// Reclaims the memory of every lapsed lease now and returns how many there were.
+    /// Optional: the table reclaims lapsed entries by itself, amortised, as it grows.
+    pub fn sweep(&self) -> usize {
+        let now = self.shared.clock.now();
+        self.shared.table.lock().sweep(now)
+    }
+
+    /// The clock this registry reads.
+    pub fn clock(&self) -> &C {
+        &self.shared.clock
+    }
+
+    /// The limits this registry enforces.
+    pub fn config(&self) -> Config {
+        *self.shared.table.lock().config()
+    }
+}
+
+impl<C> Clone for LockRegistry<C> {
+    fn clone(&self) -> Self {
+        LockRegistry {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<C: fmt::Debug> fmt::Debug for LockRegistry<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockRegistry")
+            .field("clock", &self.shared.clock)
+            .field("table", &*self.shared.table.lock())
+            .finish()
+    }
+}
+
+/// A held lease on one lock name: renew it, release it, or let it go.
+///
+/// Dropping a `Lock` releases it (as [`release`](Self::release) does); [`detach`](Self::detach)
+/// gives up the handle and lets the lease run to its deadline instead. A `Lock` is `Send`
+/// when its clock is `Send + Sync`, and is not `Clone`: one grant, one handle.
+///
+/// # Example
+/// ```
+/// use alkstore_mem::{LockError, LockRegistry, ManualClock};
+/// use core::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// let registry = LockRegistry::new(clock.clone());
+/// let mut lock = registry.try_lock("sync", "a", Duration::from_secs(10))?.unwrap();
+///
+/// clock.advance(Duration::from_secs(8));
+/// lock.renew(Duration::from_secs(10))?; // now + 10 s
+/// clock.advance(Duration::from_secs(9));
+/// assert!(lock.is_held());
+///
+/// clock.advance(Duration::from_secs(1));
+/// assert!(matches!(lock.renew(Duration::from_secs(10)), Err(LockError::Expired { .. })));
+/// assert!(!lock.release(), "it had lapsed: false, not an error");
+/// # Ok::<(), LockError>(())
+/// ```
+#[must_use = "dropping a Lock releases it at once; call detach() to let the lease run to its deadline"]
+pub struct Lock<C: Clock> {
+    shared: Arc<Shared<C>>,
+    lease: LeaseInfo,
+    /// Whether dropping the handle releases the lease.
+    release_on_drop: bool,
+}
+
+impl<C: Clock> Lock<C> {
+    pub(crate) fn new(shared: Arc<Shared<C>>, lease: LeaseInfo) -> Self {
+        Lock {
+            shared,
+            lease,
+            release_on_drop: true,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        self.lease.name()
+    }
+
+    /// The owner the lease was granted to.
+    pub fn owner(&self) -> &str {
+        self.lease.owner()
+    }
+
+    /// The fencing token: strictly larger than every token granted before it by this
+    /// registry, and kept by [`renew`](Self::renew). Pass it to whatever the lock protects so
+    /// that a stale holder's late writes can be told apart and refused.
+    pub fn token(&self) -> u64 {
+        self.lease.token()
+    }
+
+    /// The deadline as of the last grant or renew: the lease is live while `now < deadline`.
+    pub fn deadline(&self) -> Timestamp {
+        self.lease.deadline()
+    }
+
+    /// The grant this handle holds, as a [`LeaseInfo`].
+    pub fn lease(&self) -> &LeaseInfo {
+        &self.lease
+    }
+
+    /// Whether the lease is still live now. Allocates nothing.
+    pub fn is_held(&self) -> bool {
+        let now = self.shared.clock.now();
+        self.shared.table.lock().is_held(&self.lease, now)
+    }
+
+    /// Resets the deadline to `now + ttl` (an absolute reset: a shorter `ttl` moves it
+    /// earlier) and keeps the token. Allocates nothing when it succeeds.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidTtl`] when `ttl` is zero; [`LockError::Expired`] when the lease
+    /// lapsed (at or after its deadline), whether or not anyone took the name since. A
+    /// refused renew changes nothing and does not revive the lease.
+    pub fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
+        let now = self.shared.clock.now();
+        self.shared.table.lock().renew(&mut self.lease, ttl, now)
+    }
+
+    /// Releases the lease. Returns `true` when it was live and is now free, `false` when it
+    /// had already lapsed (never an error). Never touches a newer lease of the same name.
+    pub fn release(mut self) -> bool {
+        self.release_on_drop = false;
+        self.release_now()
+    }
+
+    /// Gives up the handle without releasing: the lease stays until its deadline.
+    pub fn detach(mut self) {
+        self.release_on_drop = false;
+    }
+
+    fn release_now(&self) -> bool {
+        let now = self.shared.clock.now();
+        self.shared.table.lock().release(&self.lease, now)
+    }
+}
+
+impl<C: Clock> Drop for Lock<C> {
+    fn drop(&mut self) {
+        if self.release_on_drop {
+            self.release_now();
+        }
+    }
+}
+
+impl<C: Clock> fmt::Debug for Lock<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name())
+            .field("owner", &self.owner())
+            .field("token", &self.token())
+            .field("deadline", &self.deadline())
+            .finish()
+    }
+}

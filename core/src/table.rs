@@ -1,0 +1,348 @@
+//! [`LockTable`]: the lock contract as a pure, deterministic state machine.
+
+use alloc::sync::Arc;
+use core::fmt;
+use core::hash::BuildHasher;
+use core::time::Duration;
+
+use hashbrown::{DefaultHashBuilder, HashTable};
+
+use crate::config::Config;
+use crate::error::{LockError, preview};
+use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
+use crate::time::Timestamp;
+use crate::validate::{check_name, check_request, check_ttl};
+
+/// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
+const MIN_SWEEP_LEN: usize = 64;
+
+/// One entry of the table: 32 bytes plus the shared `name\0owner` text.
+struct Entry {
+    text: Arc<str>,
+    token: u64,
+    deadline: Timestamp,
+}
+
+/// The named-lock contract as a sans-IO state machine: no clock, no lock, no background task.
+///
+/// Every method that depends on time takes `now`. The table remembers the latest `now` it
+/// was given and clamps earlier readings to it, so its notion of time never moves
+/// backwards. A lease is live while `now < deadline`; at the deadline it lapses silently
+/// and the name is free again. Lapsed entries are reclaimed lazily: in place when their
+/// name is locked again, when their holder releases them, and by an amortised sweep each
+/// time the table has doubled since the last one (or when [`Config::max_locks`] is reached),
+/// so memory stays proportional to live leases.
+///
+/// [`LockRegistry`](crate::LockRegistry) wraps one `LockTable` behind a mutex and a clock;
+/// use the table directly when you own the time source and the synchronisation.
+///
+/// Methods: [`try_lock`](Self::try_lock) grants; [`renew`](Self::renew),
+/// [`release`](Self::release) and [`is_held`](Self::is_held) take back the [`LeaseInfo`] of
+/// a grant; [`holder`](Self::holder) inspects a name; [`sweep`](Self::sweep) reclaims
+/// lapsed entries eagerly.
+///
+/// # Example
+/// ```
+/// use alkstore_mem::{Config, LockTable, Timestamp};
+/// use core::time::Duration;
+///
+/// let mut table = LockTable::new(Config::default());
+/// let t0 = Timestamp::from_millis(0);
+/// let mut lease = table.try_lock("job-1", "a", Duration::from_millis(100), t0).unwrap().unwrap();
+/// assert!(table.try_lock("job-1", "b", Duration::from_millis(100), t0).unwrap().is_none());
+///
+/// table.renew(&mut lease, Duration::from_millis(100), Timestamp::from_millis(50)).unwrap();
+/// assert_eq!(lease.deadline(), Timestamp::from_millis(150));
+///
+/// // At the deadline the lease has lapsed and the name is free for someone else.
+/// let t150 = Timestamp::from_millis(150);
+/// let next = table.try_lock("job-1", "b", Duration::from_millis(100), t150).unwrap().unwrap();
+/// assert!(next.token() > lease.token());
+/// assert!(!table.release(&lease, t150), "a stale release never touches the newer lease");
+/// ```
+pub struct LockTable {
+    entries: HashTable<Entry>,
+    hasher: DefaultHashBuilder,
+    config: Config,
+    /// The latest `now` seen; earlier readings are clamped to it.
+    latest: Timestamp,
+    /// The token of the next grant.
+    next_token: u64,
+    /// The entry count at which the next amortised sweep runs.
+    sweep_at: usize,
+    /// No entry's deadline is earlier than this (exact after a sweep, a lower bound otherwise).
+    earliest_deadline: Timestamp,
+}
+
+impl LockTable {
+    /// An empty table enforcing `config`.
+    pub fn new(config: Config) -> Self {
+        LockTable {
+            entries: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            config,
+            latest: Timestamp::ZERO,
+            next_token: 1,
+            sweep_at: MIN_SWEEP_LEN,
+            earliest_deadline: Timestamp::MAX,
+        }
+    }
+
+    /// The limits this table enforces.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Grants a lease on `name` to `owner` until `now + ttl`, if the name is free.
+    ///
+    /// Returns `Ok(Some(lease))` when granted, with a fencing token larger than any granted
+    /// before; `Ok(None)` when the name is held by a live lease (by anyone, the same owner
+    /// included: locks are not reentrant).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
+    /// [`LockError::InvalidTtl`] for bad input, checked in that order before anything changes;
+    /// [`LockError::CapacityExceeded`] when `name` is free but [`Config::max_locks`] live
+    /// leases exist already.
+    pub fn try_lock(
+        &mut self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> Result<Option<LeaseInfo>, LockError> {
+        check_request(name, owner, ttl, &self.config)?;
+        let hash = self.hash_name(name);
+        self.try_lock_checked(hash, name, ttl, now, || lease_text(name, owner))
+    }
+
+    /// `try_lock` after the checks: `hash` is `name`'s hash in this table and `text` builds the
+    /// lease's text, only if the lease is granted.
+    pub(crate) fn try_lock_checked(
+        &mut self,
+        hash: u64,
+        name: &str,
+        ttl: Duration,
+        now: Timestamp,
+        text: impl FnOnce() -> Arc<str>,
+    ) -> Result<Option<LeaseInfo>, LockError> {
+        let now = self.observe(now);
+        let deadline = now.saturating_add(ttl);
+        let token = self.next_token;
+        let text = match self
+            .entries
+            .find_mut(hash, |e| text_has_name(&e.text, name))
+        {
+            Some(entry) if entry.deadline > now => return Ok(None),
+            Some(entry) => {
+                // The previous lease lapsed: reuse its slot.
+                *entry = Entry {
+                    text: text(),
+                    token,
+                    deadline,
+                };
+                Arc::clone(&entry.text)
+            }
+            None => {
+                self.make_room(name, now)?;
+                let text = text();
+                let hasher = &self.hasher;
+                self.entries.insert_unique(
+                    hash,
+                    Entry {
+                        text: Arc::clone(&text),
+                        token,
+                        deadline,
+                    },
+                    |e| hasher.hash_one(text_name(&e.text)),
+                );
+                text
+            }
+        };
+        self.next_token = token.saturating_add(1);
+        self.earliest_deadline = self.earliest_deadline.min(deadline);
+        Ok(Some(LeaseInfo {
+            text,
+            name_len: name.len(),
+            hash,
+            token,
+            deadline,
+        }))
+    }
+
+    /// Resets the lease's deadline to `now + ttl` (an absolute reset: it may move the deadline
+    /// earlier) and keeps its token. Updates `lease.deadline` on success.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidTtl`] when `ttl` is zero; [`LockError::Expired`] when the lease is
+    /// no longer live at `now` (lapsed or released), even if nobody took the name since. A
+    /// refused renew changes nothing: a lapsed lease stays lapsed.
+    pub fn renew(
+        &mut self,
+        lease: &mut LeaseInfo,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> Result<(), LockError> {
+        if let Err(refusal) = check_ttl(ttl) {
+            return Err(refusal.into_error(lease.name(), lease.owner(), ttl));
+        }
+        let now = self.observe(now);
+        match self
+            .entries
+            .find_mut(lease.hash, |e| e.token == lease.token)
+        {
+            Some(entry) if entry.deadline > now => {
+                let deadline = now.saturating_add(ttl);
+                entry.deadline = deadline;
+                lease.deadline = deadline;
+                self.earliest_deadline = self.earliest_deadline.min(deadline);
+                Ok(())
+            }
+            _ => Err(LockError::Expired {
+                name: preview(lease.name()),
+                token: lease.token,
+                deadline: lease.deadline,
+                now,
+            }),
+        }
+    }
+
+    /// Ends the lease. Returns `true` when it was live and is now freed, `false` when it had
+    /// already lapsed or been released. Never touches a newer lease of the same name, whoever
+    /// holds it: the grant is identified by its token.
+    pub fn release(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
+        let now = self.observe(now);
+        match self
+            .entries
+            .find_entry(lease.hash, |e| e.token == lease.token)
+        {
+            Ok(entry) => {
+                let was_live = entry.get().deadline > now;
+                entry.remove();
+                was_live
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the lease is still live at `now`.
+    pub fn is_held(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
+        let now = self.observe(now);
+        self.entries
+            .find(lease.hash, |e| e.token == lease.token)
+            .is_some_and(|e| e.deadline > now)
+    }
+
+    /// The live lease on `name`, or `None` when the name is free, its lease lapsed, or the
+    /// name is not a valid lock name.
+    pub fn holder(&mut self, name: &str, now: Timestamp) -> Option<LeaseInfo> {
+        check_name(name, &self.config).ok()?;
+        let hash = self.hash_name(name);
+        self.holder_checked(hash, name, now)
+    }
+
+    pub(crate) fn holder_checked(
+        &mut self,
+        hash: u64,
+        name: &str,
+        now: Timestamp,
+    ) -> Option<LeaseInfo> {
+        let now = self.observe(now);
+        let entry = self.entries.find(hash, |e| text_has_name(&e.text, name))?;
+        (entry.deadline > now).then(|| LeaseInfo {
+            text: Arc::clone(&entry.text),
+            name_len: name.len(),
+            hash,
+            token: entry.token,
+            deadline: entry.deadline,
+        })
+    }
+
+    /// Reclaims every lapsed entry now and returns how many there were. Never needed for
+    /// correctness (lapsed leases are free whether reclaimed or not); the table also sweeps
+    /// by itself, amortised, as it grows.
+    pub fn sweep(&mut self, now: Timestamp) -> usize {
+        let now = self.observe(now);
+        let before = self.entries.len();
+        if now >= self.earliest_deadline {
+            let mut earliest = Timestamp::MAX;
+            self.entries.retain(|e| {
+                let live = e.deadline > now;
+                if live {
+                    earliest = earliest.min(e.deadline);
+                }
+                live
+            });
+            self.earliest_deadline = earliest;
+        }
+        let len = self.entries.len();
+        self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
+        if self.entries.capacity() > 4 * self.sweep_at {
+            let hasher = &self.hasher;
+            self.entries
+                .shrink_to(self.sweep_at, |e| hasher.hash_one(text_name(&e.text)));
+        }
+        before - len
+    }
+
+    /// How many entries the table stores: every live lease plus lapsed ones not yet reclaimed.
+    pub fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The latest `now` the table has seen; earlier readings are clamped to it.
+    pub fn latest_now(&self) -> Timestamp {
+        self.latest
+    }
+
+    /// The hash of `name` in this table.
+    pub(crate) fn hash_name(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// Clamps `now` to the latest reading seen, and remembers it.
+    #[inline]
+    fn observe(&mut self, now: Timestamp) -> Timestamp {
+        if now > self.latest {
+            self.latest = now;
+        }
+        self.latest
+    }
+
+    /// Before inserting a new name: sweep if the table doubled since the last sweep, and
+    /// enforce `max_locks` (sweeping first if a lapse could have made room).
+    fn make_room(&mut self, name: &str, now: Timestamp) -> Result<(), LockError> {
+        if self.entries.len() >= self.sweep_at {
+            self.sweep(now);
+        }
+        if let Some(max) = self.config.get_max_locks() {
+            if self.entries.len() >= max && now >= self.earliest_deadline {
+                self.sweep(now);
+            }
+            if self.entries.len() >= max {
+                return Err(LockError::CapacityExceeded {
+                    name: preview(name),
+                    max,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for LockTable {
+    fn default() -> Self {
+        Self::new(Config::default())
+    }
+}
+
+impl fmt::Debug for LockTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockTable")
+            .field("entries", &self.entries.len())
+            .field("latest_now", &self.latest)
+            .field("next_token", &self.next_token)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}

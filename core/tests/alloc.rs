@@ -1,0 +1,100 @@
+//! Rules 10 and 11, measured with a counting global allocator.
+//!
+//! Counters are per thread, so tests running in parallel do not disturb each other.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::time::Duration;
+
+use alkstore_mem::{LockRegistry, ManualClock};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    static LIVE_BYTES: Cell<i64> = const { Cell::new(0) };
+}
+
+fn note(allocs: u64, bytes: i64) {
+    let _ = ALLOCATIONS.try_with(|a| a.set(a.get() + allocs));
+    let _ = LIVE_BYTES.try_with(|b| b.set(b.get() + bytes));
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; the counters only observe.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note(1, layout.size() as i64);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        note(0, -(layout.size() as i64));
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note(1, new_size as i64 - layout.size() as i64);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+fn live_bytes() -> i64 {
+    LIVE_BYTES.with(Cell::get)
+}
+
+#[test]
+fn busy_try_lock_renew_and_is_held_allocate_nothing() {
+    let registry = LockRegistry::new(ManualClock::new());
+    let mut lock = registry
+        .try_lock("tenant-3/job/000123", "worker-1", Duration::from_secs(60))
+        .unwrap()
+        .unwrap();
+    let before = allocations();
+    for _ in 0..1_000 {
+        assert!(
+            registry
+                .try_lock("tenant-3/job/000123", "worker-2", Duration::from_secs(60))
+                .unwrap()
+                .is_none()
+        );
+        lock.renew(Duration::from_secs(60)).unwrap();
+        assert!(lock.is_held());
+    }
+    let made = allocations() - before;
+    eprintln!("rule 11: 3,000 busy try_lock/renew/is_held calls made {made} heap allocations");
+    assert_eq!(made, 0);
+}
+
+#[test]
+fn detached_short_leases_on_distinct_names_leave_the_heap_where_it_started() {
+    const LEASES: usize = 300_000;
+    let clock = ManualClock::new();
+    let registry = LockRegistry::new(clock.clone());
+    let mut name = String::with_capacity(32);
+    let start = live_bytes();
+    let mut peak = 0;
+    for i in 0..LEASES {
+        use std::fmt::Write;
+        name.clear();
+        write!(name, "tenant-{}/job/{i:07}", i % 13).unwrap();
+        registry
+            .try_lock(&name, "worker", Duration::from_micros(50))
+            .unwrap()
+            .expect("distinct name")
+            .detach();
+        clock.advance(Duration::from_micros(10));
+        peak = peak.max(live_bytes() - start);
+    }
+    let growth = live_bytes() - start;
+    eprintln!(
+        "rule 10: {LEASES} detached 50 µs leases on distinct names: heap growth {growth} bytes at the end, peak {peak} bytes"
+    );
+    // Without reclaiming, this would hold ~300,000 entries (tens of MiB).
+    assert!(growth < 64 * 1024, "heap grew by {growth} bytes");
+    assert!(peak < 64 * 1024, "heap peaked {peak} bytes above the start");
+}
