@@ -3,12 +3,12 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test setup setup-native fmt-check clippy test-native nostd test-browser doc
+.PHONY: test setup fmt-check clippy test-native nostd test-browser doc
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, native tests, no_std/wasm builds, browser suite
-test: setup fmt-check clippy test-native nostd
+test: setup fmt-check clippy test-native nostd test-browser
 
-## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver
+## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver; quiet when all is there
 setup:
 	@scripts/setup.sh
 
@@ -17,15 +17,20 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance --all-targets --target wasm32-unknown-unknown -- -D warnings
 
-## test-native: the whole workspace's tests natively, doctests included
+## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests)
 test-native:
 	$(CARGO) test --workspace
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
 nostd:
 	$(CARGO) build -p alkstore-mem --target wasm32v1-none
-	$(CARGO) check -p alkstore-mem --target wasm32-unknown-unknown
+	$(CARGO) check -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
+
+## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
+test-browser:
+	@scripts/test-browser.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

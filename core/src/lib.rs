@@ -65,3 +65,8 @@ pub use registry::{Lock, LockRegistry};
 pub use table::LockTable;
 pub use time::{Clock, Timestamp};
 pub use validate::RESERVED_PREFIX;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
