@@ -48,22 +48,27 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+mod acquire;
 mod config;
 mod error;
 mod lease;
 mod manual_clock;
 mod registry;
+mod state;
 mod table;
 mod time;
+mod timer;
 mod validate;
 
+pub use acquire::Acquire;
 pub use config::Config;
 pub use error::{InputProblem, LockError};
 pub use lease::LeaseInfo;
-pub use manual_clock::ManualClock;
+pub use manual_clock::{ManualClock, ManualSleep};
 pub use registry::{Lock, LockRegistry};
 pub use table::LockTable;
 pub use time::{Clock, Timestamp};
+pub use timer::Timer;
 pub use validate::RESERVED_PREFIX;
 
 /// The README's Rust examples, compiled and run as doctests.

@@ -4,18 +4,21 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::time::Duration;
 
+use crate::acquire::Acquire;
 use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::LeaseInfo;
-use crate::table::LockTable;
+use crate::state::{Request, State, Wakeups};
 use crate::time::{Clock, Timestamp};
+use crate::timer::Timer;
 
 /// A shared registry of named exclusive locks with TTL leases.
 ///
 /// Cheap to clone (clones share one table) and `Send + Sync` when the clock is. A
-/// `spin::Mutex` guards one [`LockTable`]; every operation reads the clock exactly once,
-/// before taking the mutex, and passes the reading in. Nothing runs in the background:
-/// expiry is a clock check at operation boundaries.
+/// `spin::Mutex` guards one [`LockTable`](crate::LockTable) and the queues of waiting
+/// [`acquire`](Self::acquire) calls; every operation reads the clock exactly once, before
+/// taking the mutex, and passes the reading in. Nothing runs in the background: expiry is a
+/// clock check at operation boundaries.
 ///
 /// # Example
 /// ```
@@ -39,10 +42,26 @@ pub struct LockRegistry<C> {
     shared: Arc<Shared<C>>,
 }
 
-/// What a registry and its handles share.
+/// What a registry, its handles and its waiting `acquire` futures share.
 pub(crate) struct Shared<C> {
     pub(crate) clock: C,
-    pub(crate) table: spin::Mutex<LockTable>,
+    config: Config,
+    state: spin::Mutex<State>,
+}
+
+impl<C: Clock> Shared<C> {
+    /// Runs `f` on the state with one clock reading taken before the mutex, then wakes the
+    /// waiters `f` collected, after the mutex is released.
+    pub(crate) fn with_state<R>(
+        &self,
+        f: impl FnOnce(&mut State, Timestamp, &mut Wakeups) -> R,
+    ) -> R {
+        let now = self.clock.now();
+        let mut wake = Wakeups::default();
+        let result = f(&mut self.state.lock(), now, &mut wake);
+        wake.wake_all();
+        result
+    }
 }
 
 impl<C: Clock> LockRegistry<C> {
@@ -56,7 +75,8 @@ impl<C: Clock> LockRegistry<C> {
         LockRegistry {
             shared: Arc::new(Shared {
                 clock,
-                table: spin::Mutex::new(LockTable::new(config)),
+                config,
+                state: spin::Mutex::new(State::new(config)),
             }),
         }
     }
@@ -92,8 +112,9 @@ impl<C: Clock> LockRegistry<C> {
         owner: &str,
         ttl: Duration,
     ) -> Result<Option<Lock<C>>, LockError> {
-        let now = self.shared.clock.now();
-        let granted = self.shared.table.lock().try_lock(name, owner, ttl, now)?;
+        let granted = self
+            .shared
+            .with_state(|state, now, wake| state.try_lock(name, owner, ttl, now, wake))?;
         Ok(granted.map(|lease| Lock::new(Arc::clone(&self.shared), lease)))
     }
 
@@ -112,15 +133,20 @@ impl<C: Clock> LockRegistry<C> {
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
     pub fn holder(&self, name: &str) -> Option<LeaseInfo> {
-        let now = self.shared.clock.now();
-        self.shared.table.lock().holder(name, now)
+        self.shared
+            .with_state(|state, now, wake| state.holder(name, now, wake))
     }
 
     /// Reclaims the memory of every lapsed lease now and returns how many there were.
     /// Optional: the table reclaims lapsed entries by itself, amortised, as it grows.
     pub fn sweep(&self) -> usize {
-        let now = self.shared.clock.now();
-        self.shared.table.lock().sweep(now)
+        self.shared
+            .with_state(|state, now, _| state.table.sweep(now))
+    }
+
+    /// How many [`acquire`](Self::acquire) calls are queued, on all names.
+    pub fn waiters(&self) -> usize {
+        self.shared.state.lock().waiters()
     }
 
     /// The clock this registry reads.
@@ -130,7 +156,55 @@ impl<C: Clock> LockRegistry<C> {
 
     /// The limits this registry enforces.
     pub fn config(&self) -> Config {
-        *self.shared.table.lock().config()
+        self.shared.config
+    }
+}
+
+impl<C: Timer> LockRegistry<C> {
+    /// Waits up to `wait` for the lock `name`, then holds it for `ttl`.
+    ///
+    /// The future resolves to `Ok(Some(lock))` once granted, `Ok(None)` when `wait` elapses
+    /// first. With `wait` zero it answers exactly as [`try_lock`](Self::try_lock) does.
+    ///
+    /// Waiters on a name are served in arrival order: a release (explicit or by drop) hands
+    /// the lease straight to the head waiter, with a new token and a deadline `ttl` from the
+    /// hand-over, and a `try_lock` arriving in between gets `None`. When the holder's lease
+    /// lapses instead, the head waiter takes it when it wakes at that deadline. No polling:
+    /// each waiter sleeps on the clock's [`Timer`] until its own wait deadline (the head
+    /// waiter: or the holder's deadline, if earlier) and is woken early by a hand-off.
+    ///
+    /// Cancel-safe: dropping the future removes its waiter, and a lease already handed to it
+    /// passes on to the next waiter or is freed. The future owns a clone of the registry, so
+    /// it is `'static`, and it is `Send` when the clock and its sleeps are.
+    ///
+    /// # Errors
+    /// The same as `try_lock`, at the first poll, without waiting: [`LockError::InvalidName`],
+    /// [`LockError::ReservedName`], [`LockError::InvalidOwner`], [`LockError::InvalidTtl`],
+    /// and [`LockError::CapacityExceeded`] when the name is free but the table is full.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockRegistry, ManualClock};
+    /// use core::pin::pin;
+    /// use core::task::{Context, Poll, Waker};
+    /// use core::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let registry = LockRegistry::new(clock.clone());
+    /// let holder = registry.try_lock("job", "a", Duration::from_secs(10))?.unwrap();
+    ///
+    /// let mut waiting = pin!(registry.acquire("job", "b", Duration::from_secs(10), Duration::from_secs(5)));
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(waiting.as_mut().poll(&mut cx).is_pending());
+    ///
+    /// holder.release(); // hands the lease straight to "b"
+    /// let Poll::Ready(Ok(Some(lock))) = waiting.as_mut().poll(&mut cx) else { panic!() };
+    /// assert_eq!(lock.owner(), "b");
+    /// # Ok::<(), alkstore_mem::LockError>(())
+    /// ```
+    pub fn acquire(&self, name: &str, owner: &str, ttl: Duration, wait: Duration) -> Acquire<C> {
+        let request = Request::new(name, owner, ttl, &self.shared.config);
+        Acquire::new(Arc::clone(&self.shared), request, wait)
     }
 }
 
@@ -146,14 +220,15 @@ impl<C: fmt::Debug> fmt::Debug for LockRegistry<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockRegistry")
             .field("clock", &self.shared.clock)
-            .field("table", &*self.shared.table.lock())
+            .field("table", &self.shared.state.lock().table)
             .finish()
     }
 }
 
 /// A held lease on one lock name: renew it, release it, or let it go.
 ///
-/// Dropping a `Lock` releases it (as [`release`](Self::release) does); [`detach`](Self::detach)
+/// Dropping a `Lock` releases it (as [`release`](Self::release) does, handing it to the
+/// first waiting [`acquire`](LockRegistry::acquire) if any); [`detach`](Self::detach)
 /// gives up the handle and lets the lease run to its deadline instead. A `Lock` is `Send`
 /// when its clock is `Send + Sync`, and is not `Clone`: one grant, one handle.
 ///
@@ -222,8 +297,8 @@ impl<C: Clock> Lock<C> {
 
     /// Whether the lease is still live now. Allocates nothing.
     pub fn is_held(&self) -> bool {
-        let now = self.shared.clock.now();
-        self.shared.table.lock().is_held(&self.lease, now)
+        self.shared
+            .with_state(|state, now, _| state.table.is_held(&self.lease, now))
     }
 
     /// Resets the deadline to `now + ttl` (an absolute reset: a shorter `ttl` moves it
@@ -234,8 +309,9 @@ impl<C: Clock> Lock<C> {
     /// lapsed (at or after its deadline), whether or not anyone took the name since. A
     /// refused renew changes nothing and does not revive the lease.
     pub fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
-        let now = self.shared.clock.now();
-        self.shared.table.lock().renew(&mut self.lease, ttl, now)
+        let lease = &mut self.lease;
+        self.shared
+            .with_state(|state, now, wake| state.renew(lease, ttl, now, wake))
     }
 
     /// Releases the lease. Returns `true` when it was live and is now free, `false` when it
@@ -251,8 +327,8 @@ impl<C: Clock> Lock<C> {
     }
 
     fn release_now(&self) -> bool {
-        let now = self.shared.clock.now();
-        self.shared.table.lock().release(&self.lease, now)
+        self.shared
+            .with_state(|state, now, wake| state.release(&self.lease, now, wake))
     }
 }
 

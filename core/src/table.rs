@@ -300,9 +300,17 @@ impl LockTable {
         self.hasher.hash_one(name)
     }
 
+    /// The deadline of the live lease on `name`, if there is one.
+    pub(crate) fn live_deadline(&self, hash: u64, name: &str, now: Timestamp) -> Option<Timestamp> {
+        self.entries
+            .find(hash, |e| text_has_name(&e.text, name))
+            .map(|e| e.deadline)
+            .filter(|&deadline| deadline > now)
+    }
+
     /// Clamps `now` to the latest reading seen, and remembers it.
     #[inline]
-    fn observe(&mut self, now: Timestamp) -> Timestamp {
+    pub(crate) fn observe(&mut self, now: Timestamp) -> Timestamp {
         if now > self.latest {
             self.latest = now;
         }

@@ -97,6 +97,99 @@ mod browser {
     }
 
     #[wasm_bindgen_test]
+    async fn waiter_is_granted_when_a_real_lease_lapses() {
+        let clock = PerformanceClock::new();
+        let registry = LockRegistry::new(clock.clone());
+        registry
+            .try_lock("rt/wait", "a", Duration::from_millis(60))
+            .unwrap()
+            .unwrap()
+            .detach();
+        let start = clock.now();
+        let lock = registry
+            .acquire(
+                "rt/wait",
+                "b",
+                Duration::from_secs(1),
+                Duration::from_secs(10),
+            )
+            .await
+            .unwrap()
+            .expect("granted when the 60 ms lease lapsed");
+        let waited = clock.now().saturating_duration_since(start);
+        assert_eq!(lock.owner(), "b");
+        assert!(
+            waited >= Duration::from_millis(55),
+            "granted after only {waited:?}"
+        );
+        assert!(
+            waited < Duration::from_secs(5),
+            "granted only after {waited:?}"
+        );
+        assert_eq!(registry.waiters(), 0);
+    }
+
+    #[wasm_bindgen_test]
+    async fn wait_elapses_in_real_time_on_date_clock() {
+        let clock = DateClock::new();
+        let registry = LockRegistry::new(clock);
+        let _holder = registry
+            .try_lock("rt/busy", "a", Duration::from_secs(30))
+            .unwrap()
+            .unwrap();
+        let start = clock.now();
+        let got = registry
+            .acquire(
+                "rt/busy",
+                "b",
+                Duration::from_secs(1),
+                Duration::from_millis(80),
+            )
+            .await
+            .unwrap();
+        let waited = clock.now().saturating_duration_since(start);
+        assert!(got.is_none());
+        assert!(
+            waited >= Duration::from_millis(75),
+            "gave up after only {waited:?}"
+        );
+        assert!(
+            waited < Duration::from_secs(5),
+            "gave up only after {waited:?}"
+        );
+        assert_eq!(registry.waiters(), 0);
+    }
+
+    #[wasm_bindgen_test]
+    async fn release_wakes_a_browser_waiter_before_its_timer() {
+        let clock = PerformanceClock::new();
+        let registry = LockRegistry::new(clock.clone());
+        let holder = registry
+            .try_lock("rt/hand", "a", Duration::from_secs(30))
+            .unwrap()
+            .unwrap();
+        let waiting = registry.acquire(
+            "rt/hand",
+            "b",
+            Duration::from_secs(1),
+            Duration::from_secs(20),
+        );
+        let start = clock.now();
+        let releaser = async move {
+            browser_sleep(30).await;
+            holder.release();
+        };
+        wasm_bindgen_futures::spawn_local(releaser);
+        let lock = waiting.await.unwrap().expect("handed over on release");
+        let waited = clock.now().saturating_duration_since(start);
+        assert_eq!(lock.owner(), "b");
+        assert!(
+            waited < Duration::from_secs(5),
+            "the release did not wake the waiter: {waited:?}"
+        );
+    }
+
+    #[wasm_bindgen_test]
     fn date_clock_reads_the_unix_epoch_in_milliseconds() {
         let now = DateClock::new().now();
         // Between 2020 and 2200: Date.now() is milliseconds since 1970.

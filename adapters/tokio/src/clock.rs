@@ -1,11 +1,12 @@
 //! [`TokioClock`]: the core's [`Clock`] on [`tokio::time::Instant`].
 
-use alkstore_mem::{Clock, Timestamp};
-use tokio::time::Instant;
+use alkstore_mem::{Clock, Timer, Timestamp};
+use tokio::time::{Instant, Sleep};
 
 /// A [`Clock`] reading [`tokio::time::Instant`], as nanoseconds since the clock was created.
 ///
-/// Monotonic. Under tokio's paused time (`start_paused = true`, or `tokio::time::pause`)
+/// Monotonic, and a [`Timer`] (on `tokio::time::sleep_until`), so
+/// [`LockRegistry::acquire`](alkstore_mem::LockRegistry::acquire) works on it. Under tokio's paused time (`start_paused = true`, or `tokio::time::pause`)
 /// it stands still until the runtime advances it, so tests drive lease expiry exactly.
 /// Clones share the anchor, and so read the same time. Create it inside the runtime when
 /// you use paused time, so that the anchor is on the paused timeline.
@@ -58,6 +59,16 @@ impl Clock for TokioClock {
     fn now(&self) -> Timestamp {
         let nanos = self.origin.elapsed().as_nanos();
         Timestamp::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// Sleeps with [`tokio::time::sleep_until`], so waiting `acquire` calls follow paused time in
+/// tests too. Sleeps must be polled inside a tokio runtime with the time driver enabled.
+impl Timer for TokioClock {
+    type Sleep = Sleep;
+
+    fn sleep_until(&self, deadline: Timestamp) -> Sleep {
+        tokio::time::sleep_until(self.instant_at(deadline))
     }
 }
 

@@ -32,8 +32,8 @@
 mod clock;
 
 pub use alkstore_mem::{
-    Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockRegistry, LockTable, ManualClock,
-    RESERVED_PREFIX, Timestamp,
+    Acquire, Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockRegistry, LockTable,
+    ManualClock, ManualSleep, RESERVED_PREFIX, Timer, Timestamp,
 };
 pub use clock::TokioClock;
 

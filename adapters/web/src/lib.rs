@@ -8,6 +8,9 @@
 //!   step backwards (NTP, the user changing the clock); the core clamps to the latest reading
 //!   it has seen, so a lapsed lease stays lapsed, and leases do not age until time catches up.
 //!
+//! Both are [`Timer`]s too, sleeping on `setTimeout` (cleared when the sleep is dropped), so
+//! [`LockRegistry::acquire`] waits for a lock without polling.
+//!
 //! The clocks exist on `wasm32` only; on native targets this crate offers the core re-exports
 //! and [`timestamp_from_millis_f64`], so a workspace that includes it still builds and tests.
 //!
@@ -34,11 +37,15 @@
 #[cfg(target_arch = "wasm32")]
 mod clocks;
 mod millis;
+#[cfg(target_arch = "wasm32")]
+mod sleep;
 
 pub use alkstore_mem::{
-    Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockRegistry, LockTable, ManualClock,
-    RESERVED_PREFIX, Timestamp,
+    Acquire, Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockRegistry, LockTable,
+    ManualClock, ManualSleep, RESERVED_PREFIX, Timer, Timestamp,
 };
 #[cfg(target_arch = "wasm32")]
 pub use clocks::{DateClock, PerformanceClock};
 pub use millis::{millis_f64_until, timestamp_from_millis_f64};
+#[cfg(target_arch = "wasm32")]
+pub use sleep::TimeoutSleep;

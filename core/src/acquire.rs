@@ -1,0 +1,147 @@
+//! [`Acquire`]: the future of [`LockRegistry::acquire`](crate::LockRegistry::acquire).
+
+use alloc::boxed::Box;
+use alloc::sync::Arc;
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use crate::error::LockError;
+use crate::registry::{Lock, Shared};
+use crate::state::{Request, Standing};
+use crate::time::Timestamp;
+use crate::timer::Timer;
+
+/// Waits for a lock: the future returned by [`LockRegistry::acquire`](crate::LockRegistry::acquire).
+///
+/// Resolves to `Ok(Some(lock))` when granted, `Ok(None)` when the wait elapsed first, or the
+/// request's validation error. Dropping it before it resolves withdraws it from the queue
+/// (cancel-safe). `Unpin`, `'static`, and `Send` when the clock and its sleeps are.
+#[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
+pub struct Acquire<C: Timer> {
+    shared: Arc<Shared<C>>,
+    phase: Phase,
+    /// The current sleep and the reading it ends at; replaced when that reading changes.
+    sleep: Option<(Timestamp, Pin<Box<C::Sleep>>)>,
+}
+
+enum Phase {
+    /// Not polled yet: the checked request (or why it was refused) and how long to wait.
+    Start(Result<Request, LockError>, Duration),
+    /// Queued as waiter `id` until `wait_deadline`.
+    Queued { id: u64, wait_deadline: Timestamp },
+    /// Resolved.
+    Done,
+}
+
+impl<C: Timer> Acquire<C> {
+    pub(crate) fn new(
+        shared: Arc<Shared<C>>,
+        request: Result<Request, LockError>,
+        wait: Duration,
+    ) -> Self {
+        Acquire {
+            shared,
+            phase: Phase::Start(request, wait),
+            sleep: None,
+        }
+    }
+
+    fn granted(&self, lease: crate::LeaseInfo) -> Lock<C> {
+        Lock::new(Arc::clone(&self.shared), lease)
+    }
+}
+
+impl<C: Timer> Future for Acquire<C> {
+    type Output = Result<Option<Lock<C>>, LockError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        loop {
+            let standing = match core::mem::replace(&mut this.phase, Phase::Done) {
+                Phase::Start(Err(err), _) => return Poll::Ready(Err(err)),
+                Phase::Start(Ok(request), wait) => {
+                    let standing = this
+                        .shared
+                        .with_state(|state, now, wake| state.start(&request, wait, now, wake));
+                    if let Standing::Waiting { id, until } = standing {
+                        // Queued: poll once more as a waiter, to register the waker.
+                        this.phase = Phase::Queued {
+                            id,
+                            wait_deadline: until,
+                        };
+                        continue;
+                    }
+                    standing
+                }
+                Phase::Queued { id, wait_deadline } => {
+                    this.phase = Phase::Queued { id, wait_deadline };
+                    this.shared.with_state(|state, now, wake| {
+                        state.poll_waiter(id, wait_deadline, now, cx.waker(), wake)
+                    })
+                }
+                Phase::Done => panic!("`Acquire` polled after it resolved"),
+            };
+            let until = match standing {
+                Standing::Granted(lease) => {
+                    this.phase = Phase::Done;
+                    this.sleep = None;
+                    return Poll::Ready(Ok(Some(this.granted(lease))));
+                }
+                Standing::Busy | Standing::TimedOut => {
+                    this.phase = Phase::Done;
+                    this.sleep = None;
+                    return Poll::Ready(Ok(None));
+                }
+                Standing::Failed(err) => {
+                    this.phase = Phase::Done;
+                    return Poll::Ready(Err(err));
+                }
+                Standing::Waiting { until, .. } => until,
+            };
+            if until == Timestamp::MAX {
+                // Nothing to time: only a hand-off (which wakes us) can end this wait.
+                this.sleep = None;
+                return Poll::Pending;
+            }
+            let sleep = match &mut this.sleep {
+                Some((at, sleep)) if *at == until => sleep,
+                slot => {
+                    let sleep = Box::pin(this.shared.clock.sleep_until(until));
+                    &mut slot.insert((until, sleep)).1
+                }
+            };
+            match sleep.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                // The sleep ended: look again (a timer may also end early; then sleep anew).
+                Poll::Ready(()) => this.sleep = None,
+            }
+        }
+    }
+}
+
+impl<C: Timer> Drop for Acquire<C> {
+    fn drop(&mut self) {
+        if let Phase::Queued { id, .. } = self.phase {
+            self.shared
+                .with_state(|state, now, wake| state.cancel(id, now, wake));
+        }
+    }
+}
+
+impl<C: Timer> fmt::Debug for Acquire<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let phase = match &self.phase {
+            Phase::Start(Ok(request), _) => alloc::format!("start({:?})", request.name()),
+            Phase::Start(Err(_), _) => "refused".into(),
+            Phase::Queued { id, .. } => alloc::format!("queued(#{id})"),
+            Phase::Done => "done".into(),
+        };
+        f.debug_struct("Acquire")
+            .field("phase", &phase)
+            .field("sleeping_until", &self.sleep.as_ref().map(|s| s.0))
+            .finish()
+    }
+}
