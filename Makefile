@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test setup fmt-check clippy test-native nostd test-browser doc
+.PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo bench bench-browser size
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, native tests, no_std/wasm builds, browser suite
 test: setup fmt-check clippy test-native nostd test-browser
@@ -31,6 +31,23 @@ nostd:
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
 test-browser:
 	@scripts/test-browser.sh
+
+## demo: the main job on tokio: workers, short leases, a stalled worker fenced off, renewals
+demo:
+	$(CARGO) run --release -q -p alkstore-mem-tokio --example demo
+
+## bench: criterion benchmarks with ratios against baselines from the same run, then heap bytes per lease
+bench:
+	$(CARGO) bench -p alkstore-mem-bench --bench speed
+	$(CARGO) bench -p alkstore-mem-bench --bench memory
+
+## bench-browser: the wasm registry against navigator.locks in headless Chromium
+bench-browser: setup
+	@scripts/bench-browser.sh
+
+## size: the shipped .wasm of a small module using the web adapter, raw and gzipped
+size: setup
+	@scripts/size.sh
 
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps

@@ -2,15 +2,20 @@
 
 use alloc::sync::Arc;
 use core::fmt;
+use core::hash::BuildHasher;
 use core::time::Duration;
+
+use hashbrown::DefaultHashBuilder;
 
 use crate::acquire::Acquire;
 use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::LeaseInfo;
 use crate::state::{Request, State, Wakeups};
+use crate::table::LockTable;
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
+use crate::validate::{check_name, check_request};
 
 /// A shared registry of named exclusive locks with TTL leases.
 ///
@@ -46,10 +51,30 @@ pub struct LockRegistry<C> {
 pub(crate) struct Shared<C> {
     pub(crate) clock: C,
     config: Config,
-    state: spin::Mutex<State>,
+    /// The table's hasher, so that names are hashed before the mutex is taken.
+    hasher: DefaultHashBuilder,
+    /// On a cache line of its own, away from the `Arc` counts that handles touch.
+    state: CachePadded<spin::Mutex<State>>,
+}
+
+/// Aligns its content to a cache line, so that contended data shares the line with nothing.
+#[repr(align(64))]
+struct CachePadded<T>(T);
+
+impl<T> core::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl<C: Clock> Shared<C> {
+    /// Checks a lock request and hashes its name, before any lock is taken.
+    fn check(&self, name: &str, owner: &str, ttl: Duration) -> Result<u64, LockError> {
+        check_request(name, owner, ttl, &self.config)?;
+        Ok(self.hasher.hash_one(name))
+    }
+
     /// Runs `f` on the state with one clock reading taken before the mutex, then wakes the
     /// waiters `f` collected, after the mutex is released.
     pub(crate) fn with_state<R>(
@@ -72,11 +97,13 @@ impl<C: Clock> LockRegistry<C> {
 
     /// A registry enforcing `config`.
     pub fn with_config(clock: C, config: Config) -> Self {
+        let table = LockTable::new(config);
         LockRegistry {
             shared: Arc::new(Shared {
                 clock,
                 config,
-                state: spin::Mutex::new(State::new(config)),
+                hasher: table.hasher().clone(),
+                state: CachePadded(spin::Mutex::new(State::new(table))),
             }),
         }
     }
@@ -112,9 +139,10 @@ impl<C: Clock> LockRegistry<C> {
         owner: &str,
         ttl: Duration,
     ) -> Result<Option<Lock<C>>, LockError> {
+        let hash = self.shared.check(name, owner, ttl)?;
         let granted = self
             .shared
-            .with_state(|state, now, wake| state.try_lock(name, owner, ttl, now, wake))?;
+            .with_state(|state, now, wake| state.try_lock(hash, name, owner, ttl, now, wake))?;
         Ok(granted.map(|lease| Lock::new(Arc::clone(&self.shared), lease)))
     }
 
@@ -133,8 +161,10 @@ impl<C: Clock> LockRegistry<C> {
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
     pub fn holder(&self, name: &str) -> Option<LeaseInfo> {
+        check_name(name, &self.shared.config).ok()?;
+        let hash = self.shared.hasher.hash_one(name);
         self.shared
-            .with_state(|state, now, wake| state.holder(name, now, wake))
+            .with_state(|state, now, wake| state.holder(hash, name, now, wake))
     }
 
     /// Reclaims the memory of every lapsed lease now and returns how many there were.
@@ -203,7 +233,10 @@ impl<C: Timer> LockRegistry<C> {
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
     pub fn acquire(&self, name: &str, owner: &str, ttl: Duration, wait: Duration) -> Acquire<C> {
-        let request = Request::new(name, owner, ttl, &self.shared.config);
+        let request = self
+            .shared
+            .check(name, owner, ttl)
+            .map(|hash| Request::new(name, owner, hash, ttl));
         Acquire::new(Arc::clone(&self.shared), request, wait)
     }
 }

@@ -14,12 +14,10 @@ use core::time::Duration;
 
 use hashbrown::{HashMap, HashTable};
 
-use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text};
 use crate::table::LockTable;
 use crate::time::Timestamp;
-use crate::validate::check_request;
 
 /// The table and the wait queues, guarded together by the registry's mutex.
 pub(crate) struct State {
@@ -53,22 +51,19 @@ struct Waiter {
 pub(crate) struct Request {
     text: Arc<str>,
     name_len: usize,
+    hash: u64,
     ttl: Duration,
 }
 
 impl Request {
-    pub(crate) fn new(
-        name: &str,
-        owner: &str,
-        ttl: Duration,
-        config: &Config,
-    ) -> Result<Self, LockError> {
-        check_request(name, owner, ttl, config)?;
-        Ok(Request {
+    /// A request for `name`, whose hash in the table is `hash`; the inputs are checked.
+    pub(crate) fn new(name: &str, owner: &str, hash: u64, ttl: Duration) -> Self {
+        Request {
             text: lease_text(name, owner),
             name_len: name.len(),
+            hash,
             ttl,
-        })
+        }
     }
 
     pub(crate) fn name(&self) -> &str {
@@ -90,33 +85,30 @@ pub(crate) enum Standing {
     TimedOut,
 }
 
-/// Wakers collected under the mutex, woken after it is released.
+/// Wakers collected under the mutex, woken after it is released. Empty (and allocation
+/// free) unless a waiter is involved.
 #[derive(Default)]
-pub(crate) struct Wakeups {
-    first: [Option<Waker>; 2],
-    more: Vec<Waker>,
-}
+pub(crate) struct Wakeups(Vec<Waker>);
 
 impl Wakeups {
     fn push(&mut self, waker: Option<Waker>) {
-        let Some(waker) = waker else { return };
-        match self.first.iter_mut().find(|slot| slot.is_none()) {
-            Some(slot) => *slot = Some(waker),
-            None => self.more.push(waker),
+        if let Some(waker) = waker {
+            self.0.push(waker);
         }
     }
 
+    #[inline]
     pub(crate) fn wake_all(self) {
-        for waker in self.first.into_iter().flatten().chain(self.more) {
-            waker.wake();
+        if !self.0.is_empty() {
+            self.0.into_iter().for_each(Waker::wake);
         }
     }
 }
 
 impl State {
-    pub(crate) fn new(config: Config) -> Self {
+    pub(crate) fn new(table: LockTable) -> Self {
         State {
-            table: LockTable::new(config),
+            table,
             queues: HashTable::new(),
             waiters: HashMap::new(),
             next_waiter_id: 0,
@@ -128,17 +120,17 @@ impl State {
         self.waiters.len()
     }
 
-    /// `try_lock`, never ahead of the queue: a name with waiters is busy for everyone else.
+    /// `try_lock` of checked inputs, `hash` being `name`'s hash, never ahead of the queue:
+    /// a name with waiters is busy for everyone else.
     pub(crate) fn try_lock(
         &mut self,
+        hash: u64,
         name: &str,
         owner: &str,
         ttl: Duration,
         now: Timestamp,
         wake: &mut Wakeups,
     ) -> Result<Option<LeaseInfo>, LockError> {
-        check_request(name, owner, ttl, self.table.config())?;
-        let hash = self.table.hash_name(name);
         if !self.waiters.is_empty() && self.settle(hash, name, now, wake) {
             return Ok(None);
         }
@@ -146,17 +138,18 @@ impl State {
             .try_lock_checked(hash, name, ttl, now, || lease_text(name, owner))
     }
 
+    /// The live lease on the checked `name`, after handing a lapsed one to a waiter.
     pub(crate) fn holder(
         &mut self,
+        hash: u64,
         name: &str,
         now: Timestamp,
         wake: &mut Wakeups,
     ) -> Option<LeaseInfo> {
-        if !self.waiters.is_empty() && !name.is_empty() {
-            let hash = self.table.hash_name(name);
+        if !self.waiters.is_empty() {
             self.settle(hash, name, now, wake);
         }
-        self.table.holder(name, now)
+        self.table.holder_checked(hash, name, now)
     }
 
     pub(crate) fn renew(
@@ -199,8 +192,7 @@ impl State {
         wake: &mut Wakeups,
     ) -> Standing {
         let now = self.table.observe(now);
-        let name = request.name();
-        let hash = self.table.hash_name(name);
+        let (name, hash) = (request.name(), request.hash);
         let queued_ahead = !self.waiters.is_empty() && self.settle(hash, name, now, wake);
         if !queued_ahead {
             let text = || Arc::clone(&request.text);

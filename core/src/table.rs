@@ -127,13 +127,15 @@ impl LockTable {
         text: impl FnOnce() -> Arc<str>,
     ) -> Result<Option<LeaseInfo>, LockError> {
         let now = self.observe(now);
+        let found = self
+            .entries
+            .find_mut(hash, |e| text_has_name(&e.text, name));
+        if found.as_ref().is_some_and(|e| e.deadline > now) {
+            return Ok(None);
+        }
         let deadline = now.saturating_add(ttl);
         let token = self.next_token;
-        let text = match self
-            .entries
-            .find_mut(hash, |e| text_has_name(&e.text, name))
-        {
-            Some(entry) if entry.deadline > now => return Ok(None),
+        let text = match found {
             Some(entry) => {
                 // The previous lease lapsed: reuse its slot.
                 *entry = Entry {
@@ -298,6 +300,11 @@ impl LockTable {
     /// The hash of `name` in this table.
     pub(crate) fn hash_name(&self, name: &str) -> u64 {
         self.hasher.hash_one(name)
+    }
+
+    /// The hasher this table keys names with (a registry hashes outside its mutex).
+    pub(crate) fn hasher(&self) -> &DefaultHashBuilder {
+        &self.hasher
     }
 
     /// The deadline of the live lease on `name`, if there is one.

@@ -1,0 +1,60 @@
+//! A small wasm module of the kind users build: a page-wide lock registry on
+//! `performance.now()`, exposed to JavaScript as try_lock / renew / release / holder.
+//! `make size` builds it for size and reports the `.wasm` bytes, raw and gzipped.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(target_arch = "wasm32")]
+mod exports {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use alkstore_mem_web::{Lock, LockRegistry, PerformanceClock};
+    use wasm_bindgen::prelude::*;
+
+    thread_local! {
+        static REGISTRY: LockRegistry<PerformanceClock> = LockRegistry::new(PerformanceClock::new());
+        static HELD: RefCell<HashMap<u64, Lock<PerformanceClock>>> = RefCell::new(HashMap::new());
+    }
+
+    fn ttl(millis: f64) -> Duration {
+        Duration::from_secs_f64((millis / 1000.0).clamp(0.0, 1e9))
+    }
+
+    /// Takes `name` for `owner` for `ttl_ms`; returns the fencing token, 0 when busy.
+    /// Throws the error message on bad input.
+    #[wasm_bindgen(js_name = tryLock)]
+    pub fn try_lock(name: &str, owner: &str, ttl_ms: f64) -> Result<f64, JsError> {
+        let lock = REGISTRY.with(|r| r.try_lock(name, owner, ttl(ttl_ms)))?;
+        Ok(lock.map_or(0.0, |lock| {
+            let token = lock.token();
+            HELD.with(|h| h.borrow_mut().insert(token, lock));
+            token as f64
+        }))
+    }
+
+    /// Renews the lease with `token` for `ttl_ms` from now; throws when it lapsed.
+    #[wasm_bindgen]
+    pub fn renew(token: f64, ttl_ms: f64) -> Result<(), JsError> {
+        HELD.with(|h| match h.borrow_mut().get_mut(&(token as u64)) {
+            Some(lock) => Ok(lock.renew(ttl(ttl_ms))?),
+            None => Err(JsError::new("no such lease")),
+        })
+    }
+
+    /// Releases the lease with `token`; `true` if it was still live.
+    #[wasm_bindgen]
+    pub fn release(token: f64) -> bool {
+        HELD.with(|h| h.borrow_mut().remove(&(token as u64)))
+            .is_some_and(Lock::release)
+    }
+
+    /// The owner holding `name`, or `undefined`.
+    #[wasm_bindgen]
+    pub fn holder(name: &str) -> Option<String> {
+        REGISTRY
+            .with(|r| r.holder(name))
+            .map(|info| info.owner().to_owned())
+    }
+}
