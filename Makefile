@@ -36,10 +36,12 @@ test-browser:
 demo:
 	$(CARGO) run --release -q -p alkstore-mem-tokio --example demo
 
-## bench: criterion benchmarks with ratios against baselines from the same run, then heap bytes per lease
+## bench: criterion benchmarks with ratios against baselines from the same run, heap bytes per
+## lease, and instructions per op under callgrind (repeatable where times are noisy)
 bench:
 	$(CARGO) bench -p alkstore-mem-bench --bench speed
 	$(CARGO) bench -p alkstore-mem-bench --bench memory
+	@scripts/instructions.sh | tee target/bench-instructions.md
 
 ## bench-browser: the wasm registry against navigator.locks in headless Chromium
 bench-browser: setup

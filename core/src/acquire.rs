@@ -65,7 +65,7 @@ impl<C: Timer> Future for Acquire<C> {
                 Phase::Start(Ok(request), wait) => {
                     let standing = this
                         .shared
-                        .with_state(|state, now, wake| state.start(&request, wait, now, wake));
+                        .with_state(|state, now, later| state.start(request, wait, now, later));
                     if let Standing::Waiting { id, until } = standing {
                         // Queued: poll once more as a waiter, to register the waker.
                         this.phase = Phase::Queued {

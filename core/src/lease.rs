@@ -1,11 +1,12 @@
-//! [`LeaseInfo`]: one grant, as seen by whoever holds or inspects it.
+//! [`LeaseInfo`]: one grant, as seen by whoever holds or inspects it, and the text of a lease.
 //!
-//! A lease's name and owner live in one shared allocation, `name` + NUL + `owner`, that the
-//! table entry and every handle or `LeaseInfo` of that grant point at. Names never contain
-//! control characters, so the first NUL always ends the name; owners may contain anything.
+//! The table keeps each lease's name and owner in one allocation, `name` + NUL + `owner`
+//! (a `Box<str>`, no reference count). Names never contain control characters, so the
+//! first NUL always ends the name; owners may contain anything. Handles and `LeaseInfo`s
+//! keep their own copy ([`TextCopy`]), inline when it is short, so that granting and
+//! releasing a lease costs one allocation and no reference counting.
 
-use alloc::string::String;
-use alloc::sync::Arc;
+use alloc::boxed::Box;
 use core::fmt;
 
 use crate::time::Timestamp;
@@ -13,31 +14,14 @@ use crate::time::Timestamp;
 /// Separates the name from the owner in a lease's text.
 const SEPARATOR: char = '\0';
 
-/// Texts up to this many bytes are joined on the stack, so that building one costs a single
-/// allocation (the `Arc`'s) instead of two.
-const STACK_TEXT: usize = 128;
-
-/// `name` + NUL + `owner`, in one allocation.
-pub(crate) fn lease_text(name: &str, owner: &str) -> Arc<str> {
-    let len = name.len() + 1 + owner.len();
-    if len <= STACK_TEXT {
-        let mut buf = [0u8; STACK_TEXT];
-        buf[..name.len()].copy_from_slice(name.as_bytes());
-        // buf[name.len()] is already the NUL separator.
-        buf[name.len() + 1..len].copy_from_slice(owner.as_bytes());
-        if let Ok(text) = core::str::from_utf8(&buf[..len]) {
-            return Arc::from(text);
-        }
-    }
-    let mut text = String::with_capacity(len);
-    text.push_str(name);
-    text.push(SEPARATOR);
-    text.push_str(owner);
-    Arc::from(text)
+/// `name` + NUL + `owner`, in one allocation of exactly that size.
+pub(crate) fn lease_text(name: &str, owner: &str) -> Box<str> {
+    // One allocation of exactly the joined length, so `into_boxed_str` does not reallocate.
+    [name, "\0", owner].concat().into_boxed_str()
 }
 
 /// Whether `text` (built by [`lease_text`]) is the text of a lease named `name`.
-/// `name` must contain no NUL, which validated names never do.
+/// Exact only for a `name` with no NUL, which validated names never contain.
 #[inline]
 pub(crate) fn text_has_name(text: &str, name: &str) -> bool {
     text.len() > name.len() && text.as_bytes()[name.len()] == 0 && text.starts_with(name)
@@ -52,12 +36,44 @@ pub(crate) fn text_name(text: &str) -> &str {
     }
 }
 
+/// Texts up to this many bytes are copied inline into handles, without an allocation.
+const INLINE: usize = 54;
+
+/// A copy of a lease's `name\0owner` text: inline when short, boxed otherwise.
+#[derive(Clone)]
+pub(crate) enum TextCopy {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Boxed(Box<str>),
+}
+
+impl TextCopy {
+    pub(crate) fn of(text: &str) -> Self {
+        match u8::try_from(text.len()) {
+            Ok(len) if text.len() <= INLINE => {
+                let mut bytes = [0; INLINE];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                TextCopy::Inline { len, bytes }
+            }
+            _ => TextCopy::Boxed(text.into()),
+        }
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            // Copied from a `str`, so this never fails; the check is what keeps it safe code.
+            TextCopy::Inline { len, bytes } => {
+                core::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            TextCopy::Boxed(text) => text,
+        }
+    }
+}
+
 /// A lease as granted: its name, owner, fencing token and deadline.
 ///
 /// Returned by [`LockRegistry::holder`](crate::LockRegistry::holder) (a snapshot of the
 /// current holder) and by the [`LockTable`](crate::LockTable) state machine, whose
 /// `renew`, `release` and `is_held` take it back to identify the grant.
-/// Cloning one is cheap: name and owner are shared, not copied.
 ///
 /// # Example
 /// ```
@@ -73,22 +89,42 @@ pub(crate) fn text_name(text: &str) -> &str {
 /// ```
 #[derive(Clone)]
 pub struct LeaseInfo {
-    pub(crate) text: Arc<str>,
-    pub(crate) name_len: usize,
+    text: TextCopy,
+    name_len: usize,
     pub(crate) hash: u64,
     pub(crate) token: u64,
     pub(crate) deadline: Timestamp,
 }
 
 impl LeaseInfo {
+    /// A snapshot of a grant whose `name\0owner` text is `text`.
+    pub(crate) fn new(
+        text: &str,
+        name_len: usize,
+        hash: u64,
+        token: u64,
+        deadline: Timestamp,
+    ) -> Self {
+        LeaseInfo {
+            text: TextCopy::of(text),
+            name_len,
+            hash,
+            token,
+            deadline,
+        }
+    }
+
     /// The lock's name.
     pub fn name(&self) -> &str {
-        &self.text[..self.name_len]
+        self.text.as_str().get(..self.name_len).unwrap_or_default()
     }
 
     /// Who holds the lease.
     pub fn owner(&self) -> &str {
-        &self.text[self.name_len + 1..]
+        self.text
+            .as_str()
+            .get(self.name_len + 1..)
+            .unwrap_or_default()
     }
 
     /// The fencing token of this grant: larger than every token granted before it in the
@@ -116,8 +152,32 @@ impl fmt::Debug for LeaseInfo {
 
 impl PartialEq for LeaseInfo {
     fn eq(&self, other: &Self) -> bool {
-        self.token == other.token && self.deadline == other.deadline && self.text == other.text
+        self.token == other.token
+            && self.deadline == other.deadline
+            && self.text.as_str() == other.text.as_str()
     }
 }
 
 impl Eq for LeaseInfo {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_are_inline_when_short_and_boxed_when_long() {
+        let short = lease_text("tenant-3/job/000123", "worker-1");
+        assert!(matches!(TextCopy::of(&short), TextCopy::Inline { .. }));
+        let long_name = "n".repeat(200);
+        let long = lease_text(&long_name, "ü-owner\0with nul");
+        assert!(matches!(TextCopy::of(&long), TextCopy::Boxed(_)));
+        for text in [&short, &long] {
+            let name_len = text_name(text).len();
+            let info = LeaseInfo::new(text, name_len, 0, 1, Timestamp::ZERO);
+            assert_eq!(alloc::format!("{}\0{}", info.name(), info.owner()), **text);
+        }
+        assert_eq!(text_name(&long), long_name);
+        assert!(text_has_name(&long, &long_name));
+        assert!(!text_has_name(&long, "n"));
+    }
+}

@@ -11,7 +11,7 @@ use crate::acquire::Acquire;
 use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::LeaseInfo;
-use crate::state::{Request, State, Wakeups};
+use crate::state::{Deferred, Request, State};
 use crate::table::LockTable;
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
@@ -79,12 +79,12 @@ impl<C: Clock> Shared<C> {
     /// waiters `f` collected, after the mutex is released.
     pub(crate) fn with_state<R>(
         &self,
-        f: impl FnOnce(&mut State, Timestamp, &mut Wakeups) -> R,
+        f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
     ) -> R {
         let now = self.clock.now();
-        let mut wake = Wakeups::default();
-        let result = f(&mut self.state.lock(), now, &mut wake);
-        wake.wake_all();
+        let mut later = Deferred::default();
+        let result = f(&mut self.state.lock(), now, &mut later);
+        later.run();
         result
     }
 }

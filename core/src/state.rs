@@ -7,7 +7,6 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::task::Waker;
 use core::time::Duration;
@@ -16,7 +15,7 @@ use hashbrown::{HashMap, HashTable};
 
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text};
-use crate::table::LockTable;
+use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText};
 use crate::time::Timestamp;
 
 /// The table and the wait queues, guarded together by the registry's mutex.
@@ -37,9 +36,8 @@ struct Queue {
 
 /// One queued `acquire`: what to grant it, whom to wake, and the grant once made.
 struct Waiter {
-    /// `name\0owner`, ready to become the lease's text.
-    text: Arc<str>,
-    name_len: usize,
+    /// `name\0owner`, ready to become the lease's text (moved to the table on the grant).
+    text: OwnedText,
     hash: u64,
     ttl: Duration,
     waker: Option<Waker>,
@@ -49,8 +47,7 @@ struct Waiter {
 /// A lock request that passed validation, ready to be granted or queued.
 #[derive(Debug)]
 pub(crate) struct Request {
-    text: Arc<str>,
-    name_len: usize,
+    text: OwnedText,
     hash: u64,
     ttl: Duration,
 }
@@ -59,15 +56,17 @@ impl Request {
     /// A request for `name`, whose hash in the table is `hash`; the inputs are checked.
     pub(crate) fn new(name: &str, owner: &str, hash: u64, ttl: Duration) -> Self {
         Request {
-            text: lease_text(name, owner),
-            name_len: name.len(),
+            text: OwnedText {
+                text: lease_text(name, owner),
+                name_len: name.len(),
+            },
             hash,
             ttl,
         }
     }
 
     pub(crate) fn name(&self) -> &str {
-        &self.text[..self.name_len]
+        &self.text.text[..self.text.name_len]
     }
 }
 
@@ -85,22 +84,34 @@ pub(crate) enum Standing {
     TimedOut,
 }
 
-/// Wakers collected under the mutex, woken after it is released. Empty (and allocation
-/// free) unless a waiter is involved.
+/// Work kept for after the mutex is released: wakers to wake and a freed lease text to
+/// drop, so that neither runs inside the critical section. Allocation free unless a
+/// waiter is involved.
 #[derive(Default)]
-pub(crate) struct Wakeups(Vec<Waker>);
+pub(crate) struct Deferred {
+    wakers: Vec<Waker>,
+    freed: Option<Box<str>>,
+}
 
-impl Wakeups {
-    fn push(&mut self, waker: Option<Waker>) {
+impl Deferred {
+    fn wake(&mut self, waker: Option<Waker>) {
         if let Some(waker) = waker {
-            self.0.push(waker);
+            self.wakers.push(waker);
         }
     }
 
+    fn free(&mut self, text: Option<Box<str>>) {
+        // At most one text per operation in practice; a second is simply dropped here.
+        if self.freed.is_none() {
+            self.freed = text;
+        }
+    }
+
+    /// Wakes the collected wakers; the freed text is dropped with `self`.
     #[inline]
-    pub(crate) fn wake_all(self) {
-        if !self.0.is_empty() {
-            self.0.into_iter().for_each(Waker::wake);
+    pub(crate) fn run(self) {
+        if !self.wakers.is_empty() {
+            self.wakers.into_iter().for_each(Waker::wake);
         }
     }
 }
@@ -129,13 +140,14 @@ impl State {
         owner: &str,
         ttl: Duration,
         now: Timestamp,
-        wake: &mut Wakeups,
+        later: &mut Deferred,
     ) -> Result<Option<LeaseInfo>, LockError> {
-        if !self.waiters.is_empty() && self.settle(hash, name, now, wake) {
+        if !self.waiters.is_empty() && self.settle(hash, name, now, later) {
             return Ok(None);
         }
         self.table
-            .try_lock_checked(hash, name, ttl, now, || lease_text(name, owner))
+            .grant(hash, Joined { name, owner }, ttl, now)
+            .into_result()
     }
 
     /// The live lease on the checked `name`, after handing a lapsed one to a waiter.
@@ -144,10 +156,10 @@ impl State {
         hash: u64,
         name: &str,
         now: Timestamp,
-        wake: &mut Wakeups,
+        later: &mut Deferred,
     ) -> Option<LeaseInfo> {
         if !self.waiters.is_empty() {
-            self.settle(hash, name, now, wake);
+            self.settle(hash, name, now, later);
         }
         self.table.holder_checked(hash, name, now)
     }
@@ -157,13 +169,13 @@ impl State {
         lease: &mut LeaseInfo,
         ttl: Duration,
         now: Timestamp,
-        wake: &mut Wakeups,
+        later: &mut Deferred,
     ) -> Result<(), LockError> {
         self.table.renew(lease, ttl, now)?;
         if !self.waiters.is_empty() {
             // The holder's deadline moved: the head waiter sleeps until it, so it must look again.
             if let Some(head) = self.head(lease.hash, lease.name()) {
-                wake.push(self.waiters.get_mut(&head).and_then(|w| w.waker.clone()));
+                later.wake(self.waiters.get(&head).and_then(|w| w.waker.clone()));
             }
         }
         Ok(())
@@ -173,11 +185,12 @@ impl State {
         &mut self,
         lease: &LeaseInfo,
         now: Timestamp,
-        wake: &mut Wakeups,
+        later: &mut Deferred,
     ) -> bool {
-        let was_live = self.table.release(lease, now);
+        let (was_live, text) = self.table.release_keeping_text(lease, now);
+        later.free(text);
         if !self.waiters.is_empty() {
-            self.settle(lease.hash, lease.name(), now, wake);
+            self.settle(lease.hash, lease.name(), now, later);
         }
         was_live
     }
@@ -186,50 +199,46 @@ impl State {
     /// queued, else answer `Busy` (`wait` zero) or join the queue's tail.
     pub(crate) fn start(
         &mut self,
-        request: &Request,
+        request: Request,
         wait: Duration,
         now: Timestamp,
-        wake: &mut Wakeups,
+        later: &mut Deferred,
     ) -> Standing {
         let now = self.table.observe(now);
-        let (name, hash) = (request.name(), request.hash);
-        let queued_ahead = !self.waiters.is_empty() && self.settle(hash, name, now, wake);
-        if !queued_ahead {
-            let text = || Arc::clone(&request.text);
-            match self
-                .table
-                .try_lock_checked(hash, name, request.ttl, now, text)
-            {
-                Ok(Some(lease)) => return Standing::Granted(lease),
-                Ok(None) => {}
-                Err(err) => return Standing::Failed(err),
+        let Request { text, hash, ttl } = request;
+        let queued_ahead = !self.waiters.is_empty() && self.settle(hash, text.name(), now, later);
+        let text = if queued_ahead {
+            text
+        } else {
+            match self.table.grant(hash, text, ttl, now) {
+                Grant::Granted(lease) => return Standing::Granted(lease),
+                Grant::Busy(text) => text,
+                Grant::Full(err, _) => return Standing::Failed(err),
             }
-        }
+        };
         if wait.is_zero() {
             return Standing::Busy;
         }
         let id = self.next_waiter_id;
         self.next_waiter_id += 1;
-        self.waiters.insert(
-            id,
-            Waiter {
-                text: Arc::clone(&request.text),
-                name_len: request.name_len,
-                hash,
-                ttl: request.ttl,
-                waker: None,
-                granted: None,
-            },
-        );
+        let name = text.name();
         let mut queue = self
             .queues
-            .entry(hash, |q| &*q.name == name, |q| q.hash)
+            .entry(hash, |q| *q.name == *name, |q| q.hash)
             .or_insert_with(|| Queue {
                 hash,
                 name: name.into(),
                 ids: VecDeque::new(),
             });
         queue.get_mut().ids.push_back(id);
+        let waiter = Waiter {
+            text,
+            hash,
+            ttl,
+            waker: None,
+            granted: None,
+        };
+        self.waiters.insert(id, waiter);
         Standing::Waiting {
             id,
             until: now.saturating_add(wait),
@@ -245,58 +254,67 @@ impl State {
         wait_deadline: Timestamp,
         now: Timestamp,
         waker: &Waker,
-        wake: &mut Wakeups,
+        later: &mut Deferred,
     ) -> Standing {
         let now = self.table.observe(now);
-        let Some(waiter) = self.waiters.get(&id) else {
-            return Standing::TimedOut;
+        let Some(waiter) = self.waiters.get(&id).filter(|w| w.granted.is_none()) else {
+            return self.collect(id);
         };
-        let (hash, name_len, text) = (waiter.hash, waiter.name_len, Arc::clone(&waiter.text));
-        let name = &text[..name_len];
-        self.settle(hash, name, now, wake);
-        let waiter = self.waiters.get_mut(&id).expect("settle removes no waiter");
-        if let Some(lease) = waiter.granted.take() {
-            self.waiters.remove(&id);
-            return Standing::Granted(lease);
+        let hash = waiter.hash;
+        // A copy of the name, so that it can be used alongside `&mut self` (one small
+        // allocation per wake-up of a waiter; never on the try_lock paths).
+        let name: Box<str> = waiter.text.name().into();
+        self.settle(hash, &name, now, later);
+        if self.waiters[&id].granted.is_some() {
+            return self.collect(id);
         }
         if now >= wait_deadline {
-            self.leave_queue(id, hash, name, wake);
+            self.leave_queue(id, hash, &name, later);
             return Standing::TimedOut;
         }
+        let mut until = wait_deadline;
+        if self.head(hash, &name) == Some(id) {
+            if let Some(deadline) = self.table.live_deadline(hash, &name, now) {
+                until = until.min(deadline);
+            }
+        }
+        let waiter = self.waiters.get_mut(&id).expect("still queued");
         match &mut waiter.waker {
             Some(w) => w.clone_from(waker),
             None => waiter.waker = Some(waker.clone()),
-        }
-        let mut until = wait_deadline;
-        if self.head(hash, name) == Some(id) {
-            if let Some(deadline) = self.table.live_deadline(hash, name, now) {
-                until = until.min(deadline);
-            }
         }
         Standing::Waiting { id, until }
     }
 
     /// An `acquire` dropped while queued: forget it, and if the lease had just been handed
     /// to it, pass the lease on to the next waiter (or free it).
-    pub(crate) fn cancel(&mut self, id: u64, now: Timestamp, wake: &mut Wakeups) {
-        let Some(waiter) = self.waiters.get_mut(&id) else {
-            return;
-        };
-        match waiter.granted.take() {
-            Some(lease) => {
-                self.waiters.remove(&id);
-                self.release(&lease, now, wake);
+    pub(crate) fn cancel(&mut self, id: u64, now: Timestamp, later: &mut Deferred) {
+        match self.collect(id) {
+            Standing::Granted(lease) => {
+                self.release(&lease, now, later);
             }
-            None => {
-                let (hash, text, name_len) =
-                    (waiter.hash, Arc::clone(&waiter.text), waiter.name_len);
-                self.leave_queue(id, hash, &text[..name_len], wake);
+            _ => {
+                if let Some(waiter) = self.waiters.get(&id) {
+                    let (hash, name): (u64, Box<str>) = (waiter.hash, waiter.text.name().into());
+                    self.leave_queue(id, hash, &name, later);
+                }
             }
         }
     }
 
+    /// Removes and returns waiter `id`'s grant, if it has one.
+    fn collect(&mut self, id: u64) -> Standing {
+        match self.waiters.get(&id) {
+            Some(w) if w.granted.is_some() => {
+                let waiter = self.waiters.remove(&id).expect("just seen");
+                Standing::Granted(waiter.granted.expect("just seen"))
+            }
+            _ => Standing::TimedOut,
+        }
+    }
+
     /// Removes waiter `id` from its queue (and the queue, if it empties); wakes the new head.
-    fn leave_queue(&mut self, id: u64, hash: u64, name: &str, wake: &mut Wakeups) {
+    fn leave_queue(&mut self, id: u64, hash: u64, name: &str, later: &mut Deferred) {
         self.waiters.remove(&id);
         let Ok(mut entry) = self.queues.find_entry(hash, |q| &*q.name == name) else {
             return;
@@ -309,7 +327,7 @@ impl State {
                 entry.remove();
             }
             Some(head) if was_head => {
-                wake.push(self.waiters.get(head).and_then(|w| w.waker.clone()));
+                later.wake(self.waiters.get(head).and_then(|w| w.waker.clone()));
             }
             Some(_) => {}
         }
@@ -323,8 +341,8 @@ impl State {
 
     /// If `name` has waiters and no live lease, grants the lease to the head waiter and wakes
     /// it (and the new head, whose sleep must now follow the new holder). Returns whether
-    /// waiters are still queued on `name` afterwards, i.e. whether a newcomer must queue.
-    fn settle(&mut self, hash: u64, name: &str, now: Timestamp, wake: &mut Wakeups) -> bool {
+    /// `name` is taken for newcomers afterwards: waiters queued, or the head just granted.
+    fn settle(&mut self, hash: u64, name: &str, now: Timestamp, later: &mut Deferred) -> bool {
         let Ok(mut entry) = self.queues.find_entry(hash, |q| &*q.name == name) else {
             return false;
         };
@@ -340,18 +358,26 @@ impl State {
             .waiters
             .get_mut(&head_id)
             .expect("queued ids are waiters");
-        let text = || Arc::clone(&head.text);
-        // A full table (only possible if the lapsed entry was swept) leaves the head waiting.
-        if let Ok(Some(lease)) = self.table.try_lock_checked(hash, name, head.ttl, now, text) {
-            head.granted = Some(lease);
-            wake.push(head.waker.take());
-            ids.pop_front();
-            match ids.front() {
-                Some(next) => wake.push(self.waiters.get(next).and_then(|w| w.waker.clone())),
-                None => {
-                    entry.remove();
+        let empty = OwnedText {
+            text: Box::default(),
+            name_len: 0,
+        };
+        let text = core::mem::replace(&mut head.text, empty);
+        match self.table.grant(hash, text, head.ttl, now) {
+            Grant::Granted(lease) => {
+                head.granted = Some(lease);
+                later.wake(head.waker.take());
+                ids.pop_front();
+                match ids.front() {
+                    Some(next) => later.wake(self.waiters.get(next).and_then(|w| w.waker.clone())),
+                    None => {
+                        entry.remove();
+                    }
                 }
             }
+            // A full table (only possible if the lapsed entry was swept) leaves the head
+            // waiting, with its text back.
+            Grant::Busy(text) | Grant::Full(_, text) => head.text = text,
         }
         true
     }

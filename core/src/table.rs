@@ -1,6 +1,6 @@
 //! [`LockTable`]: the lock contract as a pure, deterministic state machine.
 
-use alloc::sync::Arc;
+use alloc::boxed::Box;
 use core::fmt;
 use core::hash::BuildHasher;
 use core::time::Duration;
@@ -16,9 +16,9 @@ use crate::validate::{check_name, check_request, check_ttl};
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
 const MIN_SWEEP_LEN: usize = 64;
 
-/// One entry of the table: 32 bytes plus the shared `name\0owner` text.
-struct Entry {
-    text: Arc<str>,
+/// One entry of the table: 32 bytes plus its `name\0owner` text.
+struct Slot {
+    text: Box<str>,
     token: u64,
     deadline: Timestamp,
 }
@@ -61,7 +61,7 @@ struct Entry {
 /// assert!(!table.release(&lease, t150), "a stale release never touches the newer lease");
 /// ```
 pub struct LockTable {
-    entries: HashTable<Entry>,
+    entries: HashTable<Slot>,
     hasher: DefaultHashBuilder,
     config: Config,
     /// The latest `now` seen; earlier readings are clamped to it.
@@ -113,63 +113,103 @@ impl LockTable {
     ) -> Result<Option<LeaseInfo>, LockError> {
         check_request(name, owner, ttl, &self.config)?;
         let hash = self.hash_name(name);
-        self.try_lock_checked(hash, name, ttl, now, || lease_text(name, owner))
+        self.grant(hash, Joined { name, owner }, ttl, now)
+            .into_result()
     }
 
-    /// `try_lock` after the checks: `hash` is `name`'s hash in this table and `text` builds the
-    /// lease's text, only if the lease is granted.
-    pub(crate) fn try_lock_checked(
+    /// Grants the lease described by `source` (its name and owner, checked already) if the
+    /// name is free; `hash` is the name's hash in this table. A refused source is handed
+    /// back, so that a waiting request keeps its text.
+    pub(crate) fn grant<S: LeaseSource>(
         &mut self,
         hash: u64,
-        name: &str,
+        source: S,
         ttl: Duration,
         now: Timestamp,
-        text: impl FnOnce() -> Arc<str>,
-    ) -> Result<Option<LeaseInfo>, LockError> {
+    ) -> Grant<S> {
         let now = self.observe(now);
         let found = self
             .entries
-            .find_mut(hash, |e| text_has_name(&e.text, name));
+            .find_mut(hash, |e| text_has_name(&e.text, source.name()));
         if found.as_ref().is_some_and(|e| e.deadline > now) {
-            return Ok(None);
+            return Grant::Busy(source);
         }
-        let deadline = now.saturating_add(ttl);
-        let token = self.next_token;
-        let text = match found {
-            Some(entry) => {
-                // The previous lease lapsed: reuse its slot.
-                *entry = Entry {
-                    text: text(),
+        let (name_len, token, deadline) = (
+            source.name().len(),
+            self.next_token,
+            now.saturating_add(ttl),
+        );
+        let lease = match found {
+            // The previous lease lapsed: reuse its slot.
+            Some(slot) => {
+                *slot = Slot {
+                    text: source.into_text(),
                     token,
                     deadline,
                 };
-                Arc::clone(&entry.text)
+                LeaseInfo::new(&slot.text, name_len, hash, token, deadline)
             }
             None => {
-                self.make_room(name, now)?;
-                let text = text();
-                let hasher = &self.hasher;
-                self.entries.insert_unique(
-                    hash,
-                    Entry {
-                        text: Arc::clone(&text),
-                        token,
-                        deadline,
-                    },
-                    |e| hasher.hash_one(text_name(&e.text)),
-                );
-                text
+                if self.entries.len() >= self.sweep_at {
+                    self.sweep(now);
+                }
+                let max = self.config.get_max_locks().unwrap_or(usize::MAX);
+                if self.entries.len() >= max {
+                    return self.grant_when_full(hash, source, ttl, now);
+                }
+                let text = source.into_text();
+                let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
+                self.insert(hash, text, token, deadline);
+                lease
             }
         };
-        self.next_token = token.saturating_add(1);
-        self.earliest_deadline = self.earliest_deadline.min(deadline);
-        Ok(Some(LeaseInfo {
+        self.note_grant(token, deadline);
+        Grant::Granted(lease)
+    }
+
+    /// Inserts a slot for a name known to be absent (no key comparisons needed).
+    fn insert(&mut self, hash: u64, text: Box<str>, token: u64, deadline: Timestamp) {
+        let hasher = &self.hasher;
+        let slot = Slot {
             text,
-            name_len: name.len(),
-            hash,
             token,
             deadline,
-        }))
+        };
+        self.entries
+            .insert_unique(hash, slot, |e| hasher.hash_one(text_name(&e.text)));
+    }
+
+    /// `grant` of a new name while [`Config::max_locks`] entries exist: sweep if a lease may
+    /// have lapsed since the last sweep, then insert, or refuse if the table is still full.
+    #[cold]
+    fn grant_when_full<S: LeaseSource>(
+        &mut self,
+        hash: u64,
+        source: S,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> Grant<S> {
+        let max = self.config.get_max_locks().unwrap_or(usize::MAX);
+        if now >= self.earliest_deadline {
+            self.sweep(now);
+        }
+        if self.entries.len() >= max {
+            let err = LockError::CapacityExceeded {
+                name: preview(source.name()),
+                max,
+            };
+            return Grant::Full(err, source);
+        }
+        let (name_len, token, deadline) = (
+            source.name().len(),
+            self.next_token,
+            now.saturating_add(ttl),
+        );
+        let text = source.into_text();
+        let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
+        self.insert(hash, text, token, deadline);
+        self.note_grant(token, deadline);
+        Grant::Granted(lease)
     }
 
     /// Resets the lease's deadline to `now + ttl` (an absolute reset: it may move the deadline
@@ -213,17 +253,26 @@ impl LockTable {
     /// already lapsed or been released. Never touches a newer lease of the same name, whoever
     /// holds it: the grant is identified by its token.
     pub fn release(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
+        self.release_keeping_text(lease, now).0
+    }
+
+    /// `release`, handing back the freed entry's text so that the caller can free it after
+    /// leaving its critical section.
+    pub(crate) fn release_keeping_text(
+        &mut self,
+        lease: &LeaseInfo,
+        now: Timestamp,
+    ) -> (bool, Option<Box<str>>) {
         let now = self.observe(now);
         match self
             .entries
             .find_entry(lease.hash, |e| e.token == lease.token)
         {
             Ok(entry) => {
-                let was_live = entry.get().deadline > now;
-                entry.remove();
-                was_live
+                let (entry, _) = entry.remove();
+                (entry.deadline > now, Some(entry.text))
             }
-            Err(_) => false,
+            Err(_) => (false, None),
         }
     }
 
@@ -251,13 +300,8 @@ impl LockTable {
     ) -> Option<LeaseInfo> {
         let now = self.observe(now);
         let entry = self.entries.find(hash, |e| text_has_name(&e.text, name))?;
-        (entry.deadline > now).then(|| LeaseInfo {
-            text: Arc::clone(&entry.text),
-            name_len: name.len(),
-            hash,
-            token: entry.token,
-            deadline: entry.deadline,
-        })
+        (entry.deadline > now)
+            .then(|| LeaseInfo::new(&entry.text, name.len(), hash, entry.token, entry.deadline))
     }
 
     /// Reclaims every lapsed entry now and returns how many there were. Never needed for
@@ -307,6 +351,12 @@ impl LockTable {
         &self.hasher
     }
 
+    /// Book-keeping after a grant: the next token, and the earliest deadline.
+    fn note_grant(&mut self, token: u64, deadline: Timestamp) {
+        self.next_token = token.saturating_add(1);
+        self.earliest_deadline = self.earliest_deadline.min(deadline);
+    }
+
     /// The deadline of the live lease on `name`, if there is one.
     pub(crate) fn live_deadline(&self, hash: u64, name: &str, now: Timestamp) -> Option<Timestamp> {
         self.entries
@@ -323,25 +373,68 @@ impl LockTable {
         }
         self.latest
     }
+}
 
-    /// Before inserting a new name: sweep if the table doubled since the last sweep, and
-    /// enforce `max_locks` (sweeping first if a lapse could have made room).
-    fn make_room(&mut self, name: &str, now: Timestamp) -> Result<(), LockError> {
-        if self.entries.len() >= self.sweep_at {
-            self.sweep(now);
+/// Where a grant's name and owner come from.
+pub(crate) trait LeaseSource {
+    /// The lock's name (checked).
+    fn name(&self) -> &str;
+    /// The lease's `name\0owner` text, built or handed over only when granted.
+    fn into_text(self) -> Box<str>;
+}
+
+/// A name and an owner borrowed from the caller: the text is built only if granted.
+pub(crate) struct Joined<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) owner: &'a str,
+}
+
+impl LeaseSource for Joined<'_> {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn into_text(self) -> Box<str> {
+        lease_text(self.name, self.owner)
+    }
+}
+
+/// A lease text made in advance (by a waiting request), the name being its first
+/// `name_len` bytes.
+#[derive(Debug)]
+pub(crate) struct OwnedText {
+    pub(crate) text: Box<str>,
+    pub(crate) name_len: usize,
+}
+
+impl LeaseSource for OwnedText {
+    fn name(&self) -> &str {
+        &self.text[..self.name_len]
+    }
+
+    fn into_text(self) -> Box<str> {
+        self.text
+    }
+}
+
+/// What [`LockTable::grant`] did.
+pub(crate) enum Grant<S> {
+    /// Granted; the table owns the text now.
+    Granted(LeaseInfo),
+    /// A live lease holds the name; the source is handed back.
+    Busy(S),
+    /// The name is free but the table is full; the source is handed back.
+    Full(LockError, S),
+}
+
+impl<S> Grant<S> {
+    /// `try_lock`'s answer: granted, busy (`None`) or the error.
+    pub(crate) fn into_result(self) -> Result<Option<LeaseInfo>, LockError> {
+        match self {
+            Grant::Granted(lease) => Ok(Some(lease)),
+            Grant::Busy(_) => Ok(None),
+            Grant::Full(err, _) => Err(err),
         }
-        if let Some(max) = self.config.get_max_locks() {
-            if self.entries.len() >= max && now >= self.earliest_deadline {
-                self.sweep(now);
-            }
-            if self.entries.len() >= max {
-                return Err(LockError::CapacityExceeded {
-                    name: preview(name),
-                    max,
-                });
-            }
-        }
-        Ok(())
     }
 }
 
