@@ -126,7 +126,7 @@ impl<C: Timer> Drop for Acquire<C> {
     fn drop(&mut self) {
         if let Phase::Queued { id, .. } = self.phase {
             self.shared
-                .with_state(|state, now, wake| state.cancel(id, now, wake));
+                .with_state(|state, now, later| state.cancel(id, now, later));
         }
     }
 }

@@ -140,9 +140,10 @@ impl<C: Clock> LockRegistry<C> {
         ttl: Duration,
     ) -> Result<Option<Lock<C>>, LockError> {
         let hash = self.shared.check(name, owner, ttl)?;
-        let granted = self
-            .shared
-            .with_state(|state, now, wake| state.try_lock(hash, name, owner, ttl, now, wake))?;
+        let mut granted = None;
+        self.shared.with_state(|state, now, later| {
+            state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
+        })?;
         Ok(granted.map(|lease| Lock::new(Arc::clone(&self.shared), lease)))
     }
 
@@ -164,7 +165,7 @@ impl<C: Clock> LockRegistry<C> {
         check_name(name, &self.shared.config).ok()?;
         let hash = self.shared.hasher.hash_one(name);
         self.shared
-            .with_state(|state, now, wake| state.holder(hash, name, now, wake))
+            .with_state(|state, now, later| state.holder(hash, name, now, later))
     }
 
     /// Reclaims the memory of every lapsed lease now and returns how many there were.
@@ -344,7 +345,7 @@ impl<C: Clock> Lock<C> {
     pub fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
         let lease = &mut self.lease;
         self.shared
-            .with_state(|state, now, wake| state.renew(lease, ttl, now, wake))
+            .with_state(|state, now, later| state.renew(lease, ttl, now, later))
     }
 
     /// Releases the lease. Returns `true` when it was live and is now free, `false` when it
@@ -361,7 +362,7 @@ impl<C: Clock> Lock<C> {
 
     fn release_now(&self) -> bool {
         self.shared
-            .with_state(|state, now, wake| state.release(&self.lease, now, wake))
+            .with_state(|state, now, later| state.release(&self.lease, now, later))
     }
 }
 

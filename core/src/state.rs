@@ -132,7 +132,9 @@ impl State {
     }
 
     /// `try_lock` of checked inputs, `hash` being `name`'s hash, never ahead of the queue:
-    /// a name with waiters is busy for everyone else.
+    /// a name with waiters is busy for everyone else. A grant is written to `granted` (an
+    /// out-parameter, so that the busy path moves nothing large around).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn try_lock(
         &mut self,
         hash: u64,
@@ -141,13 +143,17 @@ impl State {
         ttl: Duration,
         now: Timestamp,
         later: &mut Deferred,
-    ) -> Result<Option<LeaseInfo>, LockError> {
+        granted: &mut Option<LeaseInfo>,
+    ) -> Result<(), LockError> {
         if !self.waiters.is_empty() && self.settle(hash, name, now, later) {
-            return Ok(None);
+            return Ok(());
         }
-        self.table
-            .grant(hash, Joined { name, owner }, ttl, now)
-            .into_result()
+        match self.table.grant(hash, Joined { name, owner }, ttl, now) {
+            Grant::Granted(lease) => *granted = Some(lease),
+            Grant::Busy(_) => {}
+            Grant::Full(err, _) => return Err(err),
+        }
+        Ok(())
     }
 
     /// The live lease on the checked `name`, after handing a lapsed one to a waiter.
