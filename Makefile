@@ -5,8 +5,8 @@ CARGO ?= cargo
 
 .PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo bench bench-browser size
 
-## test: everything, from a fresh clone: setup, fmt, clippy, native tests, no_std/wasm builds, browser suite
-test: setup fmt-check clippy test-native nostd test-browser
+## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, no_std/wasm builds, browser suite
+test: setup fmt-check clippy doc test-native nostd test-browser
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver; quiet when all is there
 setup:
@@ -51,5 +51,7 @@ bench-browser: setup
 size: setup
 	@scripts/size.sh
 
+## doc: rustdoc for every crate (and the web adapter on wasm32), warnings as errors
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web --no-deps --target wasm32-unknown-unknown

@@ -3,7 +3,7 @@
 //!
 //! [`TokioClock`] reads [`tokio::time::Instant`], anchored when the clock is created, so
 //! real time drives lease expiry in production and `#[tokio::test(start_paused = true)]` with
-//! [`tokio::time::advance`] drives it exactly in tests. Everything else is the core, re-exported
+//! `tokio::time::advance` drives it exactly in tests. Everything else is the core, re-exported
 //! here so that this crate alone is enough to get started.
 //!
 //! # Example
