@@ -9,7 +9,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::error::LockError;
-use crate::registry::{Lock, Shared};
+use crate::registry::{Lock, LockRegistry, Shard};
 use crate::state::{Request, Standing};
 use crate::time::Timestamp;
 use crate::timer::Timer;
@@ -21,7 +21,11 @@ use crate::timer::Timer;
 /// (cancel-safe). `Unpin`, `'static`, and `Send` when the clock and its sleeps are.
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
 pub struct Acquire<C: Timer> {
-    shared: Arc<Shared<C>>,
+    registry: LockRegistry<C>,
+    /// The hash of the requested name, which picks its shard.
+    hash: u64,
+    /// Whether a full registry was already swept once for this request.
+    swept: bool,
     phase: Phase,
     /// The current sleep and the reading it ends at; replaced when that reading changes.
     sleep: Option<(Timestamp, Pin<Box<C::Sleep>>)>,
@@ -38,19 +42,25 @@ enum Phase {
 
 impl<C: Timer> Acquire<C> {
     pub(crate) fn new(
-        shared: Arc<Shared<C>>,
+        registry: LockRegistry<C>,
         request: Result<Request, LockError>,
         wait: Duration,
     ) -> Self {
         Acquire {
-            shared,
+            registry,
+            hash: request.as_ref().map_or(0, Request::hash),
+            swept: false,
             phase: Phase::Start(request, wait),
             sleep: None,
         }
     }
 
+    fn shard(&self) -> &Arc<Shard<C>> {
+        self.registry.shard(self.hash)
+    }
+
     fn granted(&self, lease: crate::LeaseInfo) -> Lock<C> {
-        Lock::new(Arc::clone(&self.shared), lease)
+        Lock::new(Arc::clone(self.shard()), lease)
     }
 }
 
@@ -64,22 +74,31 @@ impl<C: Timer> Future for Acquire<C> {
                 Phase::Start(Err(err), _) => return Poll::Ready(Err(err)),
                 Phase::Start(Ok(request), wait) => {
                     let standing = this
-                        .shared
+                        .shard()
                         .with_state(|state, now, later| state.start(request, wait, now, later));
-                    if let Standing::Waiting { id, until } = standing {
-                        // Queued: poll once more as a waiter, to register the waker.
-                        this.phase = Phase::Queued {
-                            id,
-                            wait_deadline: until,
-                        };
-                        continue;
+                    match standing {
+                        Standing::Waiting { id, until } => {
+                            // Queued: poll once more as a waiter, to register the waker.
+                            this.phase = Phase::Queued {
+                                id,
+                                wait_deadline: until,
+                            };
+                            continue;
+                        }
+                        // The shard was full even after sweeping itself; lapsed leases in
+                        // other shards count too, so sweep them all once and try again.
+                        Standing::Full(_, request) if !this.swept && this.registry.sweep() > 0 => {
+                            this.swept = true;
+                            this.phase = Phase::Start(Ok(request), wait);
+                            continue;
+                        }
+                        standing => standing,
                     }
-                    standing
                 }
                 Phase::Queued { id, wait_deadline } => {
                     this.phase = Phase::Queued { id, wait_deadline };
-                    this.shared.with_state(|state, now, wake| {
-                        state.poll_waiter(id, wait_deadline, now, cx.waker(), wake)
+                    this.shard().with_state(|state, now, later| {
+                        state.poll_waiter(id, wait_deadline, now, cx.waker(), later)
                     })
                 }
                 Phase::Done => panic!("`Acquire` polled after it resolved"),
@@ -95,7 +114,7 @@ impl<C: Timer> Future for Acquire<C> {
                     this.sleep = None;
                     return Poll::Ready(Ok(None));
                 }
-                Standing::Failed(err) => {
+                Standing::Full(err, _) => {
                     this.phase = Phase::Done;
                     return Poll::Ready(Err(err));
                 }
@@ -109,7 +128,7 @@ impl<C: Timer> Future for Acquire<C> {
             let sleep = match &mut this.sleep {
                 Some((at, sleep)) if *at == until => sleep,
                 slot => {
-                    let sleep = Box::pin(this.shared.clock.sleep_until(until));
+                    let sleep = Box::pin(this.registry.clock().sleep_until(until));
                     &mut slot.insert((until, sleep)).1
                 }
             };
@@ -125,7 +144,7 @@ impl<C: Timer> Future for Acquire<C> {
 impl<C: Timer> Drop for Acquire<C> {
     fn drop(&mut self) {
         if let Phase::Queued { id, .. } = self.phase {
-            self.shared
+            self.shard()
                 .with_state(|state, now, later| state.cancel(id, now, later));
         }
     }

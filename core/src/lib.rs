@@ -53,6 +53,7 @@ mod config;
 mod error;
 mod lease;
 mod manual_clock;
+mod padded;
 mod registry;
 mod state;
 mod table;

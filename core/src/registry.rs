@@ -11,19 +11,22 @@ use crate::acquire::Acquire;
 use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::LeaseInfo;
+use crate::padded::CachePadded;
 use crate::state::{Deferred, Request, State};
-use crate::table::LockTable;
+use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
 use crate::validate::{check_name, check_request};
 
 /// A shared registry of named exclusive locks with TTL leases.
 ///
-/// Cheap to clone (clones share one table) and `Send + Sync` when the clock is. A
-/// `spin::Mutex` guards one [`LockTable`](crate::LockTable) and the queues of waiting
-/// [`acquire`](Self::acquire) calls; every operation reads the clock exactly once, before
-/// taking the mutex, and passes the reading in. Nothing runs in the background: expiry is a
-/// clock check at operation boundaries.
+/// Cheap to clone (clones share one registry) and `Send + Sync` when the clock is. Names are
+/// spread by hash over a few shards (one on single-threaded wasm); in each, a `spin::Mutex`
+/// guards a [`LockTable`](crate::LockTable) and the queues of waiting
+/// [`acquire`](Self::acquire) calls. Fencing tokens come from one counter shared by all
+/// shards, and `max_locks` counts the leases of all shards. Every operation reads the clock
+/// exactly once, before taking a mutex, and passes the reading in. Nothing runs in the
+/// background: expiry is a clock check at operation boundaries.
 ///
 /// # Example
 /// ```
@@ -44,44 +47,48 @@ use crate::validate::{check_name, check_request};
 /// # Ok::<(), alkstore_mem::LockError>(())
 /// ```
 pub struct LockRegistry<C> {
-    shared: Arc<Shared<C>>,
+    inner: Arc<Inner<C>>,
 }
 
-/// What a registry, its handles and its waiting `acquire` futures share.
-pub(crate) struct Shared<C> {
+/// How many shards a registry splits its names over. Where there can be threads, several,
+/// so that threads working on different names rarely meet on one mutex or cache line;
+/// single-threaded wasm has no use for more than one.
+#[cfg(not(all(target_family = "wasm", not(target_feature = "atomics"))))]
+const SHARDS: usize = 8;
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+const SHARDS: usize = 1;
+
+/// The registry proper: what every shard shares, and the shards.
+struct Inner<C> {
+    common: Arc<Common<C>>,
+    shards: [Arc<Shard<C>>; SHARDS],
+}
+
+/// What the shards share: read-only after construction, so that cores can cache it.
+pub(crate) struct Common<C> {
     pub(crate) clock: C,
     config: Config,
-    /// The table's hasher, so that names are hashed before the mutex is taken.
+    /// The tables' hasher, so that names are hashed (and sharded) before any mutex is taken.
     hasher: DefaultHashBuilder,
-    /// On a cache line of its own, away from the `Arc` counts that handles touch.
+}
+
+/// One shard: a [`LockTable`] and its wait queues behind a mutex. Handles and waiting
+/// futures hold their shard (not the registry), so that the reference counts they touch
+/// are per shard too.
+pub(crate) struct Shard<C> {
+    pub(crate) common: Arc<Common<C>>,
+    /// On a cache line of its own, away from the `Arc` counts.
     state: CachePadded<spin::Mutex<State>>,
 }
 
-/// Aligns its content to a cache line, so that contended data shares the line with nothing.
-#[repr(align(64))]
-struct CachePadded<T>(T);
-
-impl<T> core::ops::Deref for CachePadded<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<C: Clock> Shared<C> {
-    /// Checks a lock request and hashes its name, before any lock is taken.
-    fn check(&self, name: &str, owner: &str, ttl: Duration) -> Result<u64, LockError> {
-        check_request(name, owner, ttl, &self.config)?;
-        Ok(self.hasher.hash_one(name))
-    }
-
-    /// Runs `f` on the state with one clock reading taken before the mutex, then wakes the
-    /// waiters `f` collected, after the mutex is released.
+impl<C: Clock> Shard<C> {
+    /// Runs `f` on the state with one clock reading taken before the mutex, then does the
+    /// work `f` deferred (waking waiters, freeing text) after the mutex is released.
     pub(crate) fn with_state<R>(
         &self,
         f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
     ) -> R {
-        let now = self.clock.now();
+        let now = self.common.clock.now();
         let mut later = Deferred::default();
         let result = f(&mut self.state.lock(), now, &mut later);
         later.run();
@@ -89,7 +96,48 @@ impl<C: Clock> Shared<C> {
     }
 }
 
+impl<C: Clock> Inner<C> {
+    /// Checks a lock request and hashes its name, before any lock is taken.
+    fn check(&self, name: &str, owner: &str, ttl: Duration) -> Result<u64, LockError> {
+        check_request(name, owner, ttl, &self.common.config)?;
+        Ok(self.common.hasher.hash_one(name))
+    }
+
+    /// The shard that holds the names with this hash. (Bits the tables do not use for
+    /// buckets or control bytes.)
+    #[allow(clippy::modulo_one, reason = "SHARDS is 1 on single-threaded wasm")]
+    pub(crate) fn shard(&self, hash: u64) -> &Arc<Shard<C>> {
+        &self.shards[(hash >> 48) as usize % SHARDS]
+    }
+
+    /// Sweeps every shard, one at a time: what a full registry does before it refuses a new
+    /// name, since lapsed entries in any shard count against `max_locks`.
+    pub(crate) fn sweep(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.with_state(|state, now, _| state.table.sweep(now)))
+            .sum()
+    }
+
+    /// Runs `attempt` once, and once more after a sweep of all shards if it was refused
+    /// for want of room (`max_locks`): the first refusal only swept its own shard.
+    pub(crate) fn retry_when_full<T>(
+        &self,
+        mut attempt: impl FnMut() -> Result<T, LockError>,
+    ) -> Result<T, LockError> {
+        match attempt() {
+            Err(LockError::CapacityExceeded { .. }) if SHARDS > 1 && self.sweep() > 0 => attempt(),
+            result => result,
+        }
+    }
+}
+
 impl<C: Clock> LockRegistry<C> {
+    /// The shard that holds the names with this hash.
+    pub(crate) fn shard(&self, hash: u64) -> &Arc<Shard<C>> {
+        self.inner.shard(hash)
+    }
+
     /// A registry with the default [`Config`] (unlimited leases, 256-byte names and owners).
     pub fn new(clock: C) -> Self {
         Self::with_config(clock, Config::default())
@@ -97,14 +145,22 @@ impl<C: Clock> LockRegistry<C> {
 
     /// A registry enforcing `config`.
     pub fn with_config(clock: C, config: Config) -> Self {
-        let table = LockTable::new(config);
-        LockRegistry {
-            shared: Arc::new(Shared {
-                clock,
-                config,
-                hasher: table.hasher().clone(),
+        let hasher = DefaultHashBuilder::default();
+        let common = Arc::new(Common {
+            clock,
+            config,
+            hasher: hasher.clone(),
+        });
+        let pool = Arc::new(Pool::default());
+        let shards = core::array::from_fn(|_| {
+            let table = LockTable::shard(config, hasher.clone(), Arc::clone(&pool));
+            Arc::new(Shard {
+                common: Arc::clone(&common),
                 state: CachePadded(spin::Mutex::new(State::new(table))),
-            }),
+            })
+        });
+        LockRegistry {
+            inner: Arc::new(Inner { common, shards }),
         }
     }
 
@@ -139,12 +195,15 @@ impl<C: Clock> LockRegistry<C> {
         owner: &str,
         ttl: Duration,
     ) -> Result<Option<Lock<C>>, LockError> {
-        let hash = self.shared.check(name, owner, ttl)?;
+        let hash = self.inner.check(name, owner, ttl)?;
+        let shard = self.inner.shard(hash);
         let mut granted = None;
-        self.shared.with_state(|state, now, later| {
-            state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
+        self.inner.retry_when_full(|| {
+            shard.with_state(|state, now, later| {
+                state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
+            })
         })?;
-        Ok(granted.map(|lease| Lock::new(Arc::clone(&self.shared), lease)))
+        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease)))
     }
 
     /// The live lease on `name`, or `None` when it is free, its lease lapsed, or `name` is not
@@ -162,32 +221,33 @@ impl<C: Clock> LockRegistry<C> {
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
     pub fn holder(&self, name: &str) -> Option<LeaseInfo> {
-        check_name(name, &self.shared.config).ok()?;
-        let hash = self.shared.hasher.hash_one(name);
-        self.shared
+        check_name(name, &self.inner.common.config).ok()?;
+        let hash = self.inner.common.hasher.hash_one(name);
+        self.inner
+            .shard(hash)
             .with_state(|state, now, later| state.holder(hash, name, now, later))
     }
 
     /// Reclaims the memory of every lapsed lease now and returns how many there were.
     /// Optional: the table reclaims lapsed entries by itself, amortised, as it grows.
     pub fn sweep(&self) -> usize {
-        self.shared
-            .with_state(|state, now, _| state.table.sweep(now))
+        self.inner.sweep()
     }
 
     /// How many [`acquire`](Self::acquire) calls are queued, on all names.
     pub fn waiters(&self) -> usize {
-        self.shared.state.lock().waiters()
+        let shards = self.inner.shards.iter();
+        shards.map(|shard| shard.state.lock().waiters()).sum()
     }
 
     /// The clock this registry reads.
     pub fn clock(&self) -> &C {
-        &self.shared.clock
+        &self.inner.common.clock
     }
 
     /// The limits this registry enforces.
     pub fn config(&self) -> Config {
-        self.shared.config
+        self.inner.common.config
     }
 }
 
@@ -235,27 +295,32 @@ impl<C: Timer> LockRegistry<C> {
     /// ```
     pub fn acquire(&self, name: &str, owner: &str, ttl: Duration, wait: Duration) -> Acquire<C> {
         let request = self
-            .shared
+            .inner
             .check(name, owner, ttl)
             .map(|hash| Request::new(name, owner, hash, ttl));
-        Acquire::new(Arc::clone(&self.shared), request, wait)
+        Acquire::new(self.clone(), request, wait)
     }
 }
 
 impl<C> Clone for LockRegistry<C> {
     fn clone(&self) -> Self {
         LockRegistry {
-            shared: Arc::clone(&self.shared),
+            inner: Arc::clone(&self.inner),
         }
     }
 }
 
 impl<C: fmt::Debug> fmt::Debug for LockRegistry<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries: usize = (self.inner.shards.iter())
+            .map(|shard| shard.state.lock().table.entries())
+            .sum();
         f.debug_struct("LockRegistry")
-            .field("clock", &self.shared.clock)
-            .field("table", &self.shared.state.lock().table)
-            .finish()
+            .field("clock", &self.inner.common.clock)
+            .field("config", &self.inner.common.config)
+            .field("shards", &SHARDS)
+            .field("entries", &entries)
+            .finish_non_exhaustive()
     }
 }
 
@@ -287,16 +352,16 @@ impl<C: fmt::Debug> fmt::Debug for LockRegistry<C> {
 /// ```
 #[must_use = "dropping a Lock releases it at once; call detach() to let the lease run to its deadline"]
 pub struct Lock<C: Clock> {
-    shared: Arc<Shared<C>>,
+    shard: Arc<Shard<C>>,
     lease: LeaseInfo,
     /// Whether dropping the handle releases the lease.
     release_on_drop: bool,
 }
 
 impl<C: Clock> Lock<C> {
-    pub(crate) fn new(shared: Arc<Shared<C>>, lease: LeaseInfo) -> Self {
+    pub(crate) fn new(shard: Arc<Shard<C>>, lease: LeaseInfo) -> Self {
         Lock {
-            shared,
+            shard,
             lease,
             release_on_drop: true,
         }
@@ -331,7 +396,7 @@ impl<C: Clock> Lock<C> {
 
     /// Whether the lease is still live now. Allocates nothing.
     pub fn is_held(&self) -> bool {
-        self.shared
+        self.shard
             .with_state(|state, now, _| state.table.is_held(&self.lease, now))
     }
 
@@ -344,7 +409,7 @@ impl<C: Clock> Lock<C> {
     /// refused renew changes nothing and does not revive the lease.
     pub fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
         let lease = &mut self.lease;
-        self.shared
+        self.shard
             .with_state(|state, now, later| state.renew(lease, ttl, now, later))
     }
 
@@ -361,7 +426,7 @@ impl<C: Clock> Lock<C> {
     }
 
     fn release_now(&self) -> bool {
-        self.shared
+        self.shard
             .with_state(|state, now, later| state.release(&self.lease, now, later))
     }
 }

@@ -68,6 +68,11 @@ impl Request {
     pub(crate) fn name(&self) -> &str {
         &self.text.text[..self.text.name_len]
     }
+
+    /// The name's hash in the registry's tables.
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+    }
 }
 
 /// How an `acquire` stands after a poll.
@@ -76,8 +81,8 @@ pub(crate) enum Standing {
     Granted(LeaseInfo),
     /// Refused at once (`wait` was zero and the name is busy).
     Busy,
-    /// Refused with an error (a full table).
-    Failed(LockError),
+    /// Refused for want of room (`max_locks`); the request is handed back.
+    Full(LockError, Request),
     /// Waiting, as waiter `id`; sleep until `until` unless woken first.
     Waiting { id: u64, until: Timestamp },
     /// The wait elapsed first; the waiter has left the queue.
@@ -219,7 +224,7 @@ impl State {
             match self.table.grant(hash, text, ttl, now) {
                 Grant::Granted(lease) => return Standing::Granted(lease),
                 Grant::Busy(text) => text,
-                Grant::Full(err, _) => return Standing::Failed(err),
+                Grant::Full(err, text) => return Standing::Full(err, Request { text, hash, ttl }),
             }
         };
         if wait.is_zero() {

@@ -1,8 +1,10 @@
 //! [`LockTable`]: the lock contract as a pure, deterministic state machine.
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use core::fmt;
 use core::hash::BuildHasher;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use core::time::Duration;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
@@ -10,11 +12,12 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 use crate::config::Config;
 use crate::error::{LockError, preview};
 use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
+use crate::padded::CachePadded;
 use crate::time::Timestamp;
 use crate::validate::{check_name, check_request, check_ttl};
 
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
-const MIN_SWEEP_LEN: usize = 64;
+const MIN_SWEEP_LEN: usize = 16;
 
 /// One entry of the table: 32 bytes plus its `name\0owner` text.
 struct Slot {
@@ -72,6 +75,17 @@ pub struct LockTable {
     sweep_at: usize,
     /// No entry's deadline is earlier than this (exact after a sweep, a lower bound otherwise).
     earliest_deadline: Timestamp,
+    /// The counters shared with the other shards of a registry, if this table is one.
+    pool: Option<Arc<Pool>>,
+}
+
+/// What the shards of one registry share: the fencing-token counter (tokens strictly
+/// increase across the whole registry) and, when [`Config::max_locks`] is set, the count of
+/// entries held by all shards together.
+#[derive(Default)]
+pub(crate) struct Pool {
+    next_token: CachePadded<AtomicU64>,
+    entries: CachePadded<AtomicUsize>,
 }
 
 impl LockTable {
@@ -85,6 +99,40 @@ impl LockTable {
             next_token: 1,
             sweep_at: MIN_SWEEP_LEN,
             earliest_deadline: Timestamp::MAX,
+            pool: None,
+        }
+    }
+
+    /// A table that is one shard of a registry: tokens and the `max_locks` count come from
+    /// `pool`, shared with the other shards; names are hashed with `hasher`.
+    pub(crate) fn shard(config: Config, hasher: DefaultHashBuilder, pool: Arc<Pool>) -> Self {
+        LockTable {
+            hasher,
+            pool: Some(pool),
+            ..Self::new(config)
+        }
+    }
+
+    /// Counts one more entry against [`Config::max_locks`]; `false` when there is no room.
+    fn reserve_entry(&self) -> bool {
+        match (self.config.get_max_locks(), &self.pool) {
+            (None, _) => true,
+            (Some(max), None) => self.entries.len() < max,
+            (Some(max), Some(pool)) => pool
+                .entries
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                    (n < max).then_some(n + 1)
+                })
+                .is_ok(),
+        }
+    }
+
+    /// Gives back `count` removed entries to the count shared with the other shards.
+    fn forget_entries(&self, count: usize) {
+        if let (Some(_), Some(pool)) = (self.config.get_max_locks(), &self.pool) {
+            if count > 0 {
+                pool.entries.fetch_sub(count, Ordering::AcqRel);
+            }
         }
     }
 
@@ -134,14 +182,11 @@ impl LockTable {
         if found.as_ref().is_some_and(|e| e.deadline > now) {
             return Grant::Busy(source);
         }
-        let (name_len, token, deadline) = (
-            source.name().len(),
-            self.next_token,
-            now.saturating_add(ttl),
-        );
+        let (name_len, deadline) = (source.name().len(), now.saturating_add(ttl));
         let lease = match found {
             // The previous lease lapsed: reuse its slot.
             Some(slot) => {
+                let token = take_token(&self.pool, &mut self.next_token);
                 *slot = Slot {
                     text: source.into_text(),
                     token,
@@ -153,17 +198,17 @@ impl LockTable {
                 if self.entries.len() >= self.sweep_at {
                     self.sweep(now);
                 }
-                let max = self.config.get_max_locks().unwrap_or(usize::MAX);
-                if self.entries.len() >= max {
+                if !self.reserve_entry() {
                     return self.grant_when_full(hash, source, ttl, now);
                 }
+                let token = take_token(&self.pool, &mut self.next_token);
                 let text = source.into_text();
                 let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
                 self.insert(hash, text, token, deadline);
                 lease
             }
         };
-        self.note_grant(token, deadline);
+        self.earliest_deadline = self.earliest_deadline.min(deadline);
         Grant::Granted(lease)
     }
 
@@ -189,26 +234,22 @@ impl LockTable {
         ttl: Duration,
         now: Timestamp,
     ) -> Grant<S> {
-        let max = self.config.get_max_locks().unwrap_or(usize::MAX);
         if now >= self.earliest_deadline {
             self.sweep(now);
         }
-        if self.entries.len() >= max {
+        if !self.reserve_entry() {
             let err = LockError::CapacityExceeded {
                 name: preview(source.name()),
-                max,
+                max: self.config.get_max_locks().unwrap_or(usize::MAX),
             };
             return Grant::Full(err, source);
         }
-        let (name_len, token, deadline) = (
-            source.name().len(),
-            self.next_token,
-            now.saturating_add(ttl),
-        );
+        let (name_len, deadline) = (source.name().len(), now.saturating_add(ttl));
+        let token = take_token(&self.pool, &mut self.next_token);
         let text = source.into_text();
         let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
         self.insert(hash, text, token, deadline);
-        self.note_grant(token, deadline);
+        self.earliest_deadline = self.earliest_deadline.min(deadline);
         Grant::Granted(lease)
     }
 
@@ -270,6 +311,7 @@ impl LockTable {
         {
             Ok(entry) => {
                 let (entry, _) = entry.remove();
+                self.forget_entries(1);
                 (entry.deadline > now, Some(entry.text))
             }
             Err(_) => (false, None),
@@ -322,6 +364,7 @@ impl LockTable {
             self.earliest_deadline = earliest;
         }
         let len = self.entries.len();
+        self.forget_entries(before - len);
         self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
         if self.entries.capacity() > 4 * self.sweep_at {
             let hasher = &self.hasher;
@@ -346,17 +389,6 @@ impl LockTable {
         self.hasher.hash_one(name)
     }
 
-    /// The hasher this table keys names with (a registry hashes outside its mutex).
-    pub(crate) fn hasher(&self) -> &DefaultHashBuilder {
-        &self.hasher
-    }
-
-    /// Book-keeping after a grant: the next token, and the earliest deadline.
-    fn note_grant(&mut self, token: u64, deadline: Timestamp) {
-        self.next_token = token.saturating_add(1);
-        self.earliest_deadline = self.earliest_deadline.min(deadline);
-    }
-
     /// The deadline of the live lease on `name`, if there is one.
     pub(crate) fn live_deadline(&self, hash: u64, name: &str, now: Timestamp) -> Option<Timestamp> {
         self.entries
@@ -372,6 +404,19 @@ impl LockTable {
             self.latest = now;
         }
         self.latest
+    }
+}
+
+/// The fencing token of the next grant: from the registry's shared counter, or the table's
+/// own. Both start at 1. (At one grant per nanosecond, a `u64` lasts 584 years.)
+fn take_token(pool: &Option<Arc<Pool>>, own: &mut u64) -> u64 {
+    match pool {
+        Some(pool) => pool.next_token.fetch_add(1, Ordering::AcqRel) + 1,
+        None => {
+            let token = *own;
+            *own = token.saturating_add(1);
+            token
+        }
     }
 }
 

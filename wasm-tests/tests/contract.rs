@@ -363,6 +363,28 @@ fn capacity_counts_live_leases_and_busy_names_still_get_none() {
     ));
 }
 
+#[test]
+fn a_lapsed_lease_anywhere_in_the_registry_makes_room() {
+    // Names spread over the registry's shards; whichever shard the new name falls in, the
+    // lapsed lease counts as gone, and the live one still counts.
+    for i in 0..64 {
+        let clock = ManualClock::new();
+        let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(2));
+        reg.try_lock("old", "w", ms(10)).unwrap().unwrap().detach();
+        let _live = reg.try_lock("live", "w", SEC).unwrap().unwrap();
+        clock.advance(ms(10));
+        let name = format!("new-{i}");
+        let _new = reg
+            .try_lock(&name, "w", SEC)
+            .unwrap()
+            .expect("the lapsed lease left room");
+        assert!(matches!(
+            reg.try_lock("one-too-many", "w", SEC),
+            Err(LockError::CapacityExceeded { max: 2, .. })
+        ));
+    }
+}
+
 // Rule 9: a clock stepping backwards is clamped.
 
 #[test]

@@ -65,6 +65,26 @@ fn validation_errors_come_at_the_first_poll_without_waiting() {
 }
 
 #[test]
+fn acquire_on_a_full_registry_finds_room_left_by_any_lapsed_lease() {
+    use alkstore_mem::Config;
+    for i in 0..64 {
+        let clock = ManualClock::new();
+        let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(1));
+        reg.try_lock("old", "w", ms(10)).unwrap().unwrap().detach();
+        clock.advance(ms(10));
+        let name = format!("new-{i}");
+        let lock = Probe::new(reg.acquire(&name, "w", SEC, SEC))
+            .ready()
+            .unwrap();
+        assert!(lock.is_some(), "{name}: the lapsed lease left room");
+        let err = Probe::new(reg.acquire("more", "w", SEC, SEC))
+            .ready()
+            .unwrap_err();
+        assert!(matches!(err, LockError::CapacityExceeded { max: 1, .. }));
+    }
+}
+
+#[test]
 fn zero_wait_behaves_exactly_like_try_lock() {
     let (reg, _) = manual_registry();
     let holder = Probe::new(reg.acquire("job", "a", SEC, Duration::ZERO))
