@@ -182,38 +182,44 @@ impl LockTable {
         if found.as_ref().is_some_and(|e| e.deadline > now) {
             return Grant::Busy(source);
         }
-        let (name_len, deadline) = (source.name().len(), now.saturating_add(ttl));
-        let lease = match found {
+        let deadline = now.saturating_add(ttl);
+        match found {
             // The previous lease lapsed: reuse its slot.
             Some(slot) => {
                 let token = take_token(&self.pool, &mut self.next_token);
+                let name_len = source.name().len();
                 *slot = Slot {
                     text: source.into_text(),
                     token,
                     deadline,
                 };
-                LeaseInfo::new(&slot.text, name_len, hash, token, deadline)
+                let lease = LeaseInfo::new(&slot.text, name_len, hash, token, deadline);
+                self.earliest_deadline = self.earliest_deadline.min(deadline);
+                Grant::Granted(lease)
             }
             None => {
                 if self.entries.len() >= self.sweep_at {
                     self.sweep(now);
                 }
                 if !self.reserve_entry() {
-                    return self.grant_when_full(hash, source, ttl, now);
+                    return self.grant_when_full(hash, source, deadline, now);
                 }
-                let token = take_token(&self.pool, &mut self.next_token);
-                let text = source.into_text();
-                let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
-                self.insert(hash, text, token, deadline);
-                lease
+                Grant::Granted(self.insert_new(hash, source, deadline))
             }
-        };
-        self.earliest_deadline = self.earliest_deadline.min(deadline);
-        Grant::Granted(lease)
+        }
     }
 
-    /// Inserts a slot for a name known to be absent (no key comparisons needed).
-    fn insert(&mut self, hash: u64, text: Box<str>, token: u64, deadline: Timestamp) {
+    /// Inserts the lease of a name known to be absent, its entry counted already.
+    fn insert_new<S: LeaseSource>(
+        &mut self,
+        hash: u64,
+        source: S,
+        deadline: Timestamp,
+    ) -> LeaseInfo {
+        let token = take_token(&self.pool, &mut self.next_token);
+        let name_len = source.name().len();
+        let text = source.into_text();
+        let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
         let hasher = &self.hasher;
         let slot = Slot {
             text,
@@ -222,6 +228,8 @@ impl LockTable {
         };
         self.entries
             .insert_unique(hash, slot, |e| hasher.hash_one(text_name(&e.text)));
+        self.earliest_deadline = self.earliest_deadline.min(deadline);
+        lease
     }
 
     /// `grant` of a new name while [`Config::max_locks`] entries exist: sweep if a lease may
@@ -231,7 +239,7 @@ impl LockTable {
         &mut self,
         hash: u64,
         source: S,
-        ttl: Duration,
+        deadline: Timestamp,
         now: Timestamp,
     ) -> Grant<S> {
         if now >= self.earliest_deadline {
@@ -244,13 +252,7 @@ impl LockTable {
             };
             return Grant::Full(err, source);
         }
-        let (name_len, deadline) = (source.name().len(), now.saturating_add(ttl));
-        let token = take_token(&self.pool, &mut self.next_token);
-        let text = source.into_text();
-        let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
-        self.insert(hash, text, token, deadline);
-        self.earliest_deadline = self.earliest_deadline.min(deadline);
-        Grant::Granted(lease)
+        Grant::Granted(self.insert_new(hash, source, deadline))
     }
 
     /// Resets the lease's deadline to `now + ttl` (an absolute reset: it may move the deadline
