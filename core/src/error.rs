@@ -121,21 +121,26 @@ impl fmt::Display for InputProblem {
     }
 }
 
-/// How many characters of a refused value an error message quotes.
-const PREVIEW_CHARS: usize = 48;
+/// About how many bytes of a refused value, quoted and escaped, an error message shows.
+const PREVIEW_BYTES: usize = 60;
 
-/// The value quoted and escaped as `{:?}` does, cut after [`PREVIEW_CHARS`] characters with a
-/// note of its full length, so that a megabyte of bad input does not become a megabyte of error.
+/// The value quoted and escaped as `{:?}` does, cut after about [`PREVIEW_BYTES`] bytes of
+/// that with a note of its full length, so that a megabyte of bad input (or a short run of
+/// characters that escape to ten bytes each) does not become a long error message.
 pub(crate) fn preview(value: &str) -> String {
-    let mut out = String::new();
-    match value.char_indices().nth(PREVIEW_CHARS) {
-        None => {
-            let _ = write!(out, "{value:?}");
+    let mut out = String::from("\"");
+    for ch in value.chars() {
+        if out.len() >= PREVIEW_BYTES {
+            let _ = write!(out, "\"… ({} bytes)", value.len());
+            return out;
         }
-        Some((cut, _)) => {
-            let _ = write!(out, "{:?}… ({} bytes)", &value[..cut], value.len());
+        match ch {
+            // `{:?}` on a str leaves single quotes alone.
+            '\'' => out.push('\''),
+            _ => out.extend(ch.escape_debug()),
         }
     }
+    out.push('"');
     out
 }
 
@@ -150,8 +155,14 @@ mod tests {
         let long = "x".repeat(1000);
         let p = preview(&long);
         assert!(p.starts_with("\"xxxx"));
-        assert!(p.ends_with("… (1000 bytes)"), "{p}");
+        assert!(p.ends_with("\"… (1000 bytes)"), "{p}");
         assert!(p.len() < 80);
+        assert_eq!(
+            preview("it's \"q\"\n"),
+            alloc::format!("{:?}", "it's \"q\"\n")
+        );
+        let wide = "\u{2ee5e}\u{1}".repeat(40);
+        assert!(preview(&wide).len() < 100, "{}", preview(&wide));
     }
 
     #[test]

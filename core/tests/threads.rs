@@ -93,3 +93,24 @@ fn four_threads_churning_one_name_never_overlap() {
     assert!(entries.load(Ordering::Relaxed) > 0);
     assert!(registry.holder("the-one").is_none());
 }
+
+#[test]
+fn registries_handles_and_waiting_futures_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send + 'static>() {}
+    send_sync::<LockRegistry<ManualClock>>();
+    send::<alkstore_mem::Lock<ManualClock>>();
+    send::<alkstore_mem::Acquire<ManualClock>>();
+    send_sync::<alkstore_mem::LeaseInfo>();
+    send_sync::<alkstore_mem::LockError>();
+
+    // A lock taken on one thread is released on another, and the name is free again.
+    let registry = LockRegistry::new(ManualClock::new());
+    let lock = registry
+        .try_lock("moves", "a", Duration::from_secs(1))
+        .unwrap()
+        .unwrap();
+    let released = thread::spawn(move || lock.release()).join().unwrap();
+    assert!(released);
+    assert!(registry.holder("moves").is_none());
+}
