@@ -119,16 +119,20 @@ impl<C: Clock> Inner<C> {
             .sum()
     }
 
-    /// Runs `attempt` once, and once more after a sweep of all shards if it was refused
-    /// for want of room (`max_locks`): the first refusal only swept its own shard.
-    pub(crate) fn retry_when_full<T>(
+    /// A `try_lock` of checked inputs in the shard of `hash`.
+    fn try_lock_in_shard(
         &self,
-        mut attempt: impl FnMut() -> Result<T, LockError>,
-    ) -> Result<T, LockError> {
-        match attempt() {
-            Err(LockError::CapacityExceeded { .. }) if SHARDS > 1 && self.sweep() > 0 => attempt(),
-            result => result,
-        }
+        hash: u64,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<Lock<C>>, LockError> {
+        let shard = self.shard(hash);
+        let mut granted = None;
+        shard.with_state(|state, now, later| {
+            state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
+        })?;
+        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease)))
     }
 }
 
@@ -196,14 +200,26 @@ impl<C: Clock> LockRegistry<C> {
         ttl: Duration,
     ) -> Result<Option<Lock<C>>, LockError> {
         let hash = self.inner.check(name, owner, ttl)?;
-        let shard = self.inner.shard(hash);
-        let mut granted = None;
-        self.inner.retry_when_full(|| {
-            shard.with_state(|state, now, later| {
-                state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
-            })
-        })?;
-        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease)))
+        match self.inner.try_lock_in_shard(hash, name, owner, ttl) {
+            // Refused for want of room: the shard swept only itself. Lapsed leases in the
+            // other shards count too, so sweep them all and try once more.
+            Err(LockError::CapacityExceeded { .. }) if SHARDS > 1 => {
+                self.try_lock_after_sweep(hash, name, owner, ttl)
+            }
+            answer => answer,
+        }
+    }
+
+    #[cold]
+    fn try_lock_after_sweep(
+        &self,
+        hash: u64,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<Lock<C>>, LockError> {
+        self.inner.sweep();
+        self.inner.try_lock_in_shard(hash, name, owner, ttl)
     }
 
     /// The live lease on `name`, or `None` when it is free, its lease lapsed, or `name` is not
