@@ -198,11 +198,15 @@ impl State {
         now: Timestamp,
         later: &mut Deferred,
     ) -> bool {
+        let name = lease.name();
+        if !self.waiters.is_empty() && self.head(lease.hash, name).is_some() {
+            // Someone waits for this name: end the lease in its slot and hand the slot on.
+            let was_live = self.table.expire(lease, now);
+            self.settle(lease.hash, name, now, later);
+            return was_live;
+        }
         let (was_live, text) = self.table.release_keeping_text(lease, now);
         later.free(text);
-        if !self.waiters.is_empty() {
-            self.settle(lease.hash, lease.name(), now, later);
-        }
         was_live
     }
 
@@ -386,8 +390,8 @@ impl State {
                     }
                 }
             }
-            // A full table (only possible if the lapsed entry was swept) leaves the head
-            // waiting, with its text back.
+            // A full table (possible only when the lapsed entry was swept away and other
+            // names took its room) leaves the head waiting, with its text back.
             Grant::Busy(text) | Grant::Full(_, text) => head.text = text,
         }
         true

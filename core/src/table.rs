@@ -320,6 +320,24 @@ impl LockTable {
         }
     }
 
+    /// Ends the lease like [`release`](Self::release), but keeps its slot, lapsed, so that a
+    /// hand-off to a waiter reuses it in place (the entry is neither counted out nor back in
+    /// against `max_locks`, so no other grant can take its room in between).
+    pub(crate) fn expire(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
+        let now = self.observe(now);
+        match self
+            .entries
+            .find_mut(lease.hash, |e| e.token == lease.token)
+        {
+            Some(slot) if slot.deadline > now => {
+                slot.deadline = now;
+                self.earliest_deadline = self.earliest_deadline.min(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the lease is still live at `now`.
     pub fn is_held(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
         let now = self.observe(now);

@@ -85,6 +85,27 @@ fn acquire_on_a_full_registry_finds_room_left_by_any_lapsed_lease() {
 }
 
 #[test]
+fn a_hand_off_reuses_the_released_slot_on_a_full_registry() {
+    use alkstore_mem::Config;
+    let clock = ManualClock::new();
+    let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(1));
+    let holder = reg.try_lock("job", "a", SEC).unwrap().unwrap();
+    let mut waiter = wait_for(&reg, "job", "b", SEC, SEC);
+    assert!(holder.release());
+    assert!(
+        matches!(
+            reg.try_lock("other", "c", SEC),
+            Err(LockError::CapacityExceeded { .. })
+        ),
+        "the released slot went to the waiter, not to a newcomer"
+    );
+    let lock = waiter.ready().unwrap().unwrap();
+    assert_eq!(lock.owner(), "b");
+    drop(lock);
+    assert!(reg.try_lock("other", "c", SEC).unwrap().is_some());
+}
+
+#[test]
 fn zero_wait_behaves_exactly_like_try_lock() {
     let (reg, _) = manual_registry();
     let holder = Probe::new(reg.acquire("job", "a", SEC, Duration::ZERO))
