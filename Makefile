@@ -3,10 +3,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo bench bench-browser size
+.PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo demo-check bench bench-browser size
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, no_std/wasm builds, browser suite
-test: setup fmt-check clippy doc test-native nostd test-browser
+test: setup fmt-check clippy doc test-native demo-check nostd test-browser
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver; quiet when all is there
 setup:
@@ -31,6 +31,10 @@ nostd:
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
 test-browser:
 	@scripts/test-browser.sh
+
+## demo-check: the demo runs to completion and its own assertions hold (debug build, quiet)
+demo-check:
+	$(CARGO) run -q -p alkstore-mem-tokio --example demo > /dev/null
 
 ## demo: the main job on tokio: workers, short leases, a stalled worker fenced off, renewals
 demo:
