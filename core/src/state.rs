@@ -198,11 +198,10 @@ impl State {
         now: Timestamp,
         later: &mut Deferred,
     ) -> bool {
-        let name = lease.name();
-        if !self.waiters.is_empty() && self.head(lease.hash, name).is_some() {
+        if !self.waiters.is_empty() && self.head(lease.hash, lease.name()).is_some() {
             // Someone waits for this name: end the lease in its slot and hand the slot on.
             let was_live = self.table.expire(lease, now);
-            self.settle(lease.hash, name, now, later);
+            self.settle(lease.hash, lease.name(), now, later);
             return was_live;
         }
         let (was_live, text) = self.table.release_keeping_text(lease, now);
