@@ -87,7 +87,9 @@ impl<C: Timer> Future for Acquire<C> {
                         }
                         // The shard was full even after sweeping itself; lapsed leases in
                         // other shards count too, so sweep them all once and try again.
-                        Standing::Full(_, request) if !this.swept && this.registry.sweep() > 0 => {
+                        Standing::Refused(LockError::CapacityExceeded { .. }, request)
+                            if !this.swept && this.registry.sweep() > 0 =>
+                        {
                             this.swept = true;
                             this.phase = Phase::Start(Ok(request), wait);
                             continue;
@@ -114,7 +116,7 @@ impl<C: Timer> Future for Acquire<C> {
                     this.sleep = None;
                     return Poll::Ready(Ok(None));
                 }
-                Standing::Full(err, _) => {
+                Standing::Refused(err, _) => {
                     this.phase = Phase::Done;
                     return Poll::Ready(Err(err));
                 }

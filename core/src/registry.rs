@@ -16,7 +16,7 @@ use crate::state::{Deferred, Request, State};
 use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
-use crate::validate::{check_name, check_request};
+use crate::validate::{check_name, check_request, quick_check};
 
 /// A shared registry of named exclusive locks with TTL leases.
 ///
@@ -199,7 +199,8 @@ impl<C: Clock> LockRegistry<C> {
         owner: &str,
         ttl: Duration,
     ) -> Result<Option<Lock<C>>, LockError> {
-        let hash = self.inner.check(name, owner, ttl)?;
+        quick_check(name, owner, ttl, &self.inner.common.config)?;
+        let hash = self.inner.common.hasher.hash_one(name);
         match self.inner.try_lock_in_shard(hash, name, owner, ttl) {
             // Refused for want of room: the shard swept only itself. Lapsed leases in the
             // other shards count too, so sweep them all and try once more.

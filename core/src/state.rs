@@ -81,8 +81,8 @@ pub(crate) enum Standing {
     Granted(LeaseInfo),
     /// Refused at once (`wait` was zero and the name is busy).
     Busy,
-    /// Refused for want of room (`max_locks`); the request is handed back.
-    Full(LockError, Request),
+    /// Refused (for want of room: `max_locks`); the request is handed back.
+    Refused(LockError, Request),
     /// Waiting, as waiter `id`; sleep until `until` unless woken first.
     Waiting { id: u64, until: Timestamp },
     /// The wait elapsed first; the waiter has left the queue.
@@ -136,7 +136,8 @@ impl State {
         self.waiters.len()
     }
 
-    /// `try_lock` of checked inputs, `hash` being `name`'s hash, never ahead of the queue:
+    /// `try_lock` of quick-checked inputs (the other name rules run before a grant), `hash`
+    /// being `name`'s hash, never ahead of the queue:
     /// a name with waiters is busy for everyone else. A grant is written to `granted` (an
     /// out-parameter, so that the busy path moves nothing large around).
     #[allow(clippy::too_many_arguments)]
@@ -153,10 +154,15 @@ impl State {
         if !self.waiters.is_empty() && self.settle(hash, name, now, later) {
             return Ok(());
         }
-        match self.table.grant(hash, Joined { name, owner }, ttl, now) {
+        let source = Joined {
+            name,
+            owner,
+            name_checked: false,
+        };
+        match self.table.grant(hash, source, ttl, now) {
             Grant::Granted(lease) => *granted = Some(lease),
             Grant::Busy(_) => {}
-            Grant::Full(err, _) => return Err(err),
+            Grant::Refused(err, _) => return Err(err),
         }
         Ok(())
     }
@@ -227,7 +233,9 @@ impl State {
             match self.table.grant(hash, text, ttl, now) {
                 Grant::Granted(lease) => return Standing::Granted(lease),
                 Grant::Busy(text) => text,
-                Grant::Full(err, text) => return Standing::Full(err, Request { text, hash, ttl }),
+                Grant::Refused(err, text) => {
+                    return Standing::Refused(err, Request { text, hash, ttl });
+                }
             }
         };
         if wait.is_zero() {
@@ -391,7 +399,7 @@ impl State {
             }
             // A full table (possible only when the lapsed entry was swept away and other
             // names took its room) leaves the head waiting, with its text back.
-            Grant::Busy(text) | Grant::Full(_, text) => head.text = text,
+            Grant::Busy(text) | Grant::Refused(_, text) => head.text = text,
         }
         true
     }

@@ -161,8 +161,12 @@ impl LockTable {
     ) -> Result<Option<LeaseInfo>, LockError> {
         check_request(name, owner, ttl, &self.config)?;
         let hash = self.hash_name(name);
-        self.grant(hash, Joined { name, owner }, ttl, now)
-            .into_result()
+        let source = Joined {
+            name,
+            owner,
+            name_checked: true,
+        };
+        self.grant(hash, source, ttl, now).into_result()
     }
 
     /// Grants the lease described by `source` (its name and owner, checked already) if the
@@ -181,6 +185,9 @@ impl LockTable {
             .find_mut(hash, |e| text_has_name(&e.text, source.name()));
         if found.as_ref().is_some_and(|e| e.deadline > now) {
             return Grant::Busy(source);
+        }
+        if let Err(err) = source.check_before_grant(&self.config) {
+            return Grant::Refused(err, source);
         }
         let deadline = now.saturating_add(ttl);
         match found {
@@ -250,7 +257,7 @@ impl LockTable {
                 name: preview(source.name()),
                 max: self.config.get_max_locks().unwrap_or(usize::MAX),
             };
-            return Grant::Full(err, source);
+            return Grant::Refused(err, source);
         }
         Grant::Granted(self.insert_new(hash, source, deadline))
     }
@@ -442,21 +449,38 @@ fn take_token(pool: &Option<Arc<Pool>>, own: &mut u64) -> u64 {
 
 /// Where a grant's name and owner come from.
 pub(crate) trait LeaseSource {
-    /// The lock's name (checked).
+    /// The lock's name.
     fn name(&self) -> &str;
+    /// The name checks this source left for the grant: run only when the name is free, just
+    /// before anything changes. (A name that matches a live lease needs none: it equals a
+    /// name that passed them.)
+    fn check_before_grant(&self, _config: &Config) -> Result<(), LockError> {
+        Ok(())
+    }
     /// The lease's `name\0owner` text, built or handed over only when granted.
     fn into_text(self) -> Box<str>;
 }
 
 /// A name and an owner borrowed from the caller: the text is built only if granted.
+/// `name_checked` is false when only [`quick_check`](crate::validate::quick_check) ran:
+/// then the rest of the name rules run before a grant.
 pub(crate) struct Joined<'a> {
     pub(crate) name: &'a str,
     pub(crate) owner: &'a str,
+    pub(crate) name_checked: bool,
 }
 
 impl LeaseSource for Joined<'_> {
     fn name(&self) -> &str {
         self.name
+    }
+
+    fn check_before_grant(&self, config: &Config) -> Result<(), LockError> {
+        if self.name_checked {
+            return Ok(());
+        }
+        check_name(self.name, config)
+            .map_err(|refusal| refusal.into_error(self.name, self.owner, Duration::ZERO))
     }
 
     fn into_text(self) -> Box<str> {
@@ -488,8 +512,9 @@ pub(crate) enum Grant<S> {
     Granted(LeaseInfo),
     /// A live lease holds the name; the source is handed back.
     Busy(S),
-    /// The name is free but the table is full; the source is handed back.
-    Full(LockError, S),
+    /// The name is free but the grant is refused (a full table, or a name that fails the
+    /// checks its source left to the grant); the source is handed back.
+    Refused(LockError, S),
 }
 
 impl<S> Grant<S> {
@@ -498,7 +523,7 @@ impl<S> Grant<S> {
         match self {
             Grant::Granted(lease) => Ok(Some(lease)),
             Grant::Busy(_) => Ok(None),
-            Grant::Full(err, _) => Err(err),
+            Grant::Refused(err, _) => Err(err),
         }
     }
 }

@@ -87,6 +87,27 @@ pub(crate) fn check_ttl(ttl: Duration) -> Result<(), Refusal> {
     }
 }
 
+/// The checks of a `try_lock` that must pass before its lookup: the owner, the duration, and
+/// a name that could be in the table at all (not empty, within the limit, no NUL, which is
+/// what makes the lookup's comparison exact). The remaining name rules (other control
+/// characters, the reserved prefix) run before a grant: a name that equals a live lease's
+/// name passed them when that lease was granted. Errors come in the same order of
+/// precedence as [`check_request`]'s.
+pub(crate) fn quick_check(
+    name: &str,
+    owner: &str,
+    ttl: Duration,
+    config: &Config,
+) -> Result<(), LockError> {
+    let plausible =
+        !name.is_empty() && name.len() <= config.get_max_name_len() && !has_nul(name.as_bytes());
+    if !plausible || check_owner(owner, config).is_err() || ttl.is_zero() {
+        // Refused: the full checks name the first problem in order of precedence.
+        check_request(name, owner, ttl, config)?;
+    }
+    Ok(())
+}
+
 /// All checks of a lock request, in the order their errors take precedence.
 pub(crate) fn check_request(
     name: &str,
@@ -122,34 +143,52 @@ fn first_control_char(name: &str) -> Option<(usize, char)> {
 /// A fast, conservative pre-check for [`first_control_char`]: `false` means the name holds no
 /// control character; `true` means it may (C0 and DEL are single bytes below 0x20 or 0x7F;
 /// C1, U+0080..=U+009F, is encoded as 0xC2 0x80..=0x9F, and 0xC2 also starts other
-/// characters, which the exact check then clears). Eight bytes at a time, SWAR style.
+/// characters, which the exact check then clears).
 fn may_hold_control_char(bytes: &[u8]) -> bool {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
-    let byte_is_suspicious = |b: u8| b < 0x20 || b == 0x7f || b == 0xc2;
-    // Some byte of `x` is below `n` (for n <= 0x80): the classic "hasless" bit trick.
-    let has_less = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGHS != 0;
-    let word_is_suspicious = |x: u64| {
-        has_less(x, 0x20) | has_less(x ^ (ONES * 0x7f), 1) | has_less(x ^ (ONES * 0xc2), 1)
-    };
+    any_byte(
+        bytes,
+        |x| has_less(x, 0x20) | has_less(x ^ (ONES * 0x7f), 1) | has_less(x ^ (ONES * 0xc2), 1),
+        |b| b < 0x20 || b == 0x7f || b == 0xc2,
+    )
+}
+
+/// Whether `bytes` holds a NUL.
+fn has_nul(bytes: &[u8]) -> bool {
+    any_byte(bytes, |x| has_less(x, 1), |b| b == 0)
+}
+
+const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+
+/// Whether some byte of the word `x` is below `n` (for n <= 0x80): the classic "hasless"
+/// bit trick, exact about whether there is one.
+#[inline]
+fn has_less(x: u64, n: u64) -> bool {
+    x.wrapping_sub(ONES * n) & !x & HIGHS != 0
+}
+
+/// Whether some byte of `bytes` passes `byte_test`, decided eight bytes at a time by
+/// `word_test` (which must hold for every word with such a byte). Short inputs go byte by
+/// byte; longer ones word by word, the last word overlapping the one before it.
+#[inline]
+fn any_byte(bytes: &[u8], word_test: impl Fn(u64) -> bool, byte_test: impl Fn(u8) -> bool) -> bool {
     let len = bytes.len();
     if len < 8 {
-        return bytes.iter().any(|&b| byte_is_suspicious(b));
+        return bytes.iter().any(|&b| byte_test(b));
     }
     let word_at = |i: usize| {
         let mut word = [0u8; 8];
         word.copy_from_slice(&bytes[i..i + 8]);
         u64::from_le_bytes(word)
     };
-    // Whole words, then one last word that may overlap the previous one and ends at the end.
     let mut i = 0;
     while i + 8 < len {
-        if word_is_suspicious(word_at(i)) {
+        if word_test(word_at(i)) {
             return true;
         }
         i += 8;
     }
-    word_is_suspicious(word_at(len - 8))
+    word_test(word_at(len - 8))
 }
 
 #[cfg(test)]
@@ -198,6 +237,20 @@ mod tests {
             bytes[11] = b;
             assert_eq!(may_hold_control_char(&bytes), expected, "byte {b:#x}");
         }
+    }
+
+    #[test]
+    fn nul_is_found_at_every_position_and_nothing_else_is() {
+        for len in 1..40 {
+            let clean: alloc::vec::Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(!has_nul(&clean));
+            for pos in 0..len {
+                let mut with_nul = clean.clone();
+                with_nul[pos] = 0;
+                assert!(has_nul(&with_nul), "len {len} pos {pos}");
+            }
+        }
+        assert!(!has_nul("\u{1}\u{80}ü✓\u{ff}".as_bytes()));
     }
 
     #[test]
