@@ -97,10 +97,15 @@ impl<C: Clock> Shard<C> {
 }
 
 impl<C: Clock> Inner<C> {
-    /// Checks a lock request and hashes its name, before any lock is taken.
+    /// Checks a lock request in full and hashes its name, before any lock is taken.
     fn check(&self, name: &str, owner: &str, ttl: Duration) -> Result<u64, LockError> {
         check_request(name, owner, ttl, &self.common.config)?;
-        Ok(self.common.hasher.hash_one(name))
+        Ok(self.hash(name))
+    }
+
+    /// The hash of `name` in every shard's table (it also picks the shard).
+    fn hash(&self, name: &str) -> u64 {
+        self.common.hasher.hash_one(name)
     }
 
     /// The shard that holds the names with this hash. (Bits the tables do not use for
@@ -119,7 +124,7 @@ impl<C: Clock> Inner<C> {
             .sum()
     }
 
-    /// A `try_lock` of checked inputs in the shard of `hash`.
+    /// A `try_lock` of quick-checked inputs in the shard of `hash`.
     fn try_lock_in_shard(
         &self,
         hash: u64,
@@ -200,7 +205,7 @@ impl<C: Clock> LockRegistry<C> {
         ttl: Duration,
     ) -> Result<Option<Lock<C>>, LockError> {
         quick_check(name, owner, ttl, &self.inner.common.config)?;
-        let hash = self.inner.common.hasher.hash_one(name);
+        let hash = self.inner.hash(name);
         match self.inner.try_lock_in_shard(hash, name, owner, ttl) {
             // Refused for want of room: the shard swept only itself. Lapsed leases in the
             // other shards count too, so sweep them all and try once more.
@@ -211,6 +216,7 @@ impl<C: Clock> LockRegistry<C> {
         }
     }
 
+    /// `try_lock` once more, after sweeping every shard: for a name refused for want of room.
     #[cold]
     fn try_lock_after_sweep(
         &self,
@@ -239,7 +245,7 @@ impl<C: Clock> LockRegistry<C> {
     /// ```
     pub fn holder(&self, name: &str) -> Option<LeaseInfo> {
         check_name(name, &self.inner.common.config).ok()?;
-        let hash = self.inner.common.hasher.hash_one(name);
+        let hash = self.inner.hash(name);
         self.inner
             .shard(hash)
             .with_state(|state, now, later| state.holder(hash, name, now, later))
