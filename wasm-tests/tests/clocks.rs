@@ -119,7 +119,7 @@ mod browser {
         let waited = clock.now().saturating_duration_since(start);
         assert_eq!(lock.owner(), "b");
         assert!(
-            waited >= Duration::from_millis(55),
+            waited >= Duration::from_millis(40),
             "granted after only {waited:?}"
         );
         assert!(
@@ -150,7 +150,7 @@ mod browser {
         let waited = clock.now().saturating_duration_since(start);
         assert!(got.is_none());
         assert!(
-            waited >= Duration::from_millis(75),
+            waited >= Duration::from_millis(70),
             "gave up after only {waited:?}"
         );
         assert!(
