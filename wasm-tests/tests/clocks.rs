@@ -189,6 +189,34 @@ mod browser {
         );
     }
 
+    /// Where the global scope has no `performance` (some embedded JS runtimes), `try_new`
+    /// says so and `new` falls back to `Date.now()`, without a JavaScript exception.
+    /// Synchronous, so no other test runs while `performance` is hidden.
+    #[wasm_bindgen_test]
+    fn performance_clock_falls_back_to_date_without_performance() {
+        use wasm_bindgen::JsValue;
+        let global = js_sys::global();
+        let key = JsValue::from_str("performance");
+        let saved = js_sys::Reflect::get(&global, &key).unwrap();
+        assert!(js_sys::Reflect::set(&global, &key, &JsValue::UNDEFINED).unwrap());
+        let missing = PerformanceClock::try_new();
+        let fallback = PerformanceClock::new();
+        let reading = fallback.now();
+        assert!(js_sys::Reflect::set(&global, &key, &saved).unwrap());
+
+        assert!(
+            missing.is_none(),
+            "try_new found a performance object that was hidden"
+        );
+        assert!(!fallback.is_monotonic());
+        // Date.now(): milliseconds since 1970, so after 2020.
+        assert!(
+            reading > Timestamp::from_millis(1_577_836_800_000),
+            "{reading:?}"
+        );
+        assert!(PerformanceClock::try_new().is_some(), "performance is back");
+    }
+
     #[wasm_bindgen_test]
     fn date_clock_reads_the_unix_epoch_in_milliseconds() {
         let now = DateClock::new().now();
