@@ -8,21 +8,29 @@
 //!
 //! # Example
 //! ```
-//! use alkstore_mem_tokio::{LockRegistry, TokioClock};
+//! use alkstore_mem_tokio::{LockError, LockRegistry, TokioClock};
 //! use std::time::Duration;
 //!
 //! #[tokio::main(flavor = "current_thread")]
-//! async fn main() -> Result<(), alkstore_mem_tokio::LockError> {
+//! async fn main() -> Result<(), LockError> {
 //!     let registry = LockRegistry::new(TokioClock::new());
+//!
+//!     // A task takes the nightly report for 30 s, works, and releases it by dropping it.
 //!     let worker = registry.clone();
 //!     let task = tokio::spawn(async move {
 //!         let lock = worker.try_lock("nightly-report", "task-1", Duration::from_secs(30))?;
-//!         Ok::<_, alkstore_mem_tokio::LockError>(lock.map(|lock| lock.token()))
+//!         let lock = lock.expect("the name was free");
+//!         tokio::time::sleep(Duration::from_millis(20)).await; // the work
+//!         Ok::<_, LockError>(lock.token())
 //!     });
-//!     let token = task.await.unwrap()?.expect("the name was free");
-//!     // The task's handle was dropped when it finished, which released the lock.
-//!     assert!(registry.holder("nightly-report").is_none());
-//!     assert_eq!(token, 1);
+//!
+//!     // Meanwhile another caller waits up to 1 s for the same name, without polling:
+//!     // it is handed the lease the moment the task's handle is dropped.
+//!     tokio::time::sleep(Duration::from_millis(5)).await;
+//!     let waited = registry.acquire("nightly-report", "task-2", Duration::from_secs(30), Duration::from_secs(1));
+//!     let lock = waited.await?.expect("handed over within the second");
+//!     let first = task.await.unwrap()?;
+//!     assert!(lock.token() > first, "the new holder carries a larger fencing token");
 //!     Ok(())
 //! }
 //! ```
