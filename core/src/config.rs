@@ -33,7 +33,9 @@ impl Config {
 
     /// At most `max` live leases at once; a `try_lock` of a new name beyond it fails with
     /// [`LockError::CapacityExceeded`](crate::LockError::CapacityExceeded). Lapsed leases do
-    /// not count. Default: unlimited.
+    /// not count, except one whose name has waiting
+    /// [`acquire`](crate::LockRegistry::acquire) calls: it is the first waiter's, about to be
+    /// handed over. Default: unlimited.
     #[must_use]
     pub const fn max_locks(mut self, max: usize) -> Self {
         self.max_locks = Some(max);

@@ -11,7 +11,7 @@ use alloc::vec::Vec;
 use core::task::Waker;
 use core::time::Duration;
 
-use hashbrown::{HashMap, HashTable};
+use hashbrown::{HashMap, HashTable, hash_table};
 
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text};
@@ -244,15 +244,18 @@ impl State {
         let id = self.next_waiter_id;
         self.next_waiter_id += 1;
         let name = text.name();
-        let mut queue = self
-            .queues
-            .entry(hash, |q| *q.name == *name, |q| q.hash)
-            .or_insert_with(|| Queue {
-                hash,
-                name: name.into(),
-                ids: VecDeque::new(),
-            });
-        queue.get_mut().ids.push_back(id);
+        match self.queues.entry(hash, |q| *q.name == *name, |q| q.hash) {
+            hash_table::Entry::Occupied(mut queue) => queue.get_mut().ids.push_back(id),
+            hash_table::Entry::Vacant(vacant) => {
+                vacant.insert(Queue {
+                    hash,
+                    name: name.into(),
+                    ids: VecDeque::from([id]),
+                });
+                // The name's slot stays through sweeps until its waiters are served.
+                self.table.pin(hash);
+            }
+        }
         let waiter = Waiter {
             text,
             hash,
@@ -347,6 +350,7 @@ impl State {
         match ids.front() {
             None => {
                 entry.remove();
+                self.table.unpin(hash);
             }
             Some(head) if was_head => {
                 later.wake(self.waiters.get(head).and_then(|w| w.waker.clone()));
@@ -374,6 +378,7 @@ impl State {
         let ids = &mut entry.get_mut().ids;
         let Some(&head_id) = ids.front() else {
             entry.remove();
+            self.table.unpin(hash);
             return false;
         };
         let head = self
@@ -394,6 +399,7 @@ impl State {
                     Some(next) => later.wake(self.waiters.get(next).and_then(|w| w.waker.clone())),
                     None => {
                         entry.remove();
+                        self.table.unpin(hash);
                     }
                 }
             }

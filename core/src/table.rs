@@ -77,6 +77,9 @@ pub struct LockTable {
     earliest_deadline: Timestamp,
     /// The counters shared with the other shards of a registry, if this table is one.
     pool: Option<Arc<Pool>>,
+    /// Hashes of names whose slots a sweep must keep even when lapsed, with how many pins
+    /// each has: the names a registry has waiters for, whose slots go to those waiters.
+    pins: HashTable<(u64, usize)>,
 }
 
 /// What the shards of one registry share: the fencing-token counter (tokens strictly
@@ -100,6 +103,31 @@ impl LockTable {
             sweep_at: MIN_SWEEP_LEN,
             earliest_deadline: Timestamp::MAX,
             pool: None,
+            pins: HashTable::new(),
+        }
+    }
+
+    /// Keeps the slot of the name with this hash through sweeps, lapsed or not, until as
+    /// many [`unpin`](Self::unpin)s: a waiter is to be handed it, and a lapsed slot that a
+    /// sweep removed would have to win its room back against newcomers.
+    pub(crate) fn pin(&mut self, hash: u64) {
+        match self.pins.find_mut(hash, |p| p.0 == hash) {
+            Some(pin) => pin.1 += 1,
+            None => {
+                self.pins.insert_unique(hash, (hash, 1), |p| p.0);
+            }
+        }
+    }
+
+    /// Undoes one [`pin`](Self::pin). The slot may be lapsed: the next sweep may take it.
+    pub(crate) fn unpin(&mut self, hash: u64) {
+        if let Ok(mut pin) = self.pins.find_entry(hash, |p| p.0 == hash) {
+            pin.get_mut().1 -= 1;
+            if pin.get().1 == 0 {
+                pin.remove();
+                // Its slot may be lapsed; let the next capacity check sweep it.
+                self.earliest_deadline = self.earliest_deadline.min(self.latest);
+            }
         }
     }
 
@@ -381,12 +409,17 @@ impl LockTable {
         let before = self.entries.len();
         if now >= self.earliest_deadline {
             let mut earliest = Timestamp::MAX;
+            let (pins, hasher) = (&self.pins, &self.hasher);
             self.entries.retain(|e| {
-                let live = e.deadline > now;
-                if live {
+                if e.deadline > now {
                     earliest = earliest.min(e.deadline);
+                    return true;
                 }
-                live
+                // Lapsed: kept only if a waiter is to be handed it.
+                !pins.is_empty() && {
+                    let hash = hasher.hash_one(text_name(&e.text));
+                    pins.find(hash, |p| p.0 == hash).is_some()
+                }
             });
             self.earliest_deadline = earliest;
         }

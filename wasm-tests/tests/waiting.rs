@@ -106,6 +106,31 @@ fn a_hand_off_reuses_the_released_slot_on_a_full_registry() {
 }
 
 #[test]
+fn a_lapsed_lease_with_a_waiter_keeps_its_room_on_a_full_registry() {
+    use alkstore_mem::Config;
+    let clock = ManualClock::new();
+    let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(1));
+    reg.try_lock("job", "a", ms(100)).unwrap().unwrap().detach();
+    let mut waiter = wait_for(&reg, "job", "b", SEC, SEC);
+    clock.set(Timestamp::from_millis(100));
+    // The lapsed lease is the waiter's to take: a newcomer does not get its room, sweeps
+    // or no sweeps, and the waiter is handed the lease.
+    assert!(matches!(
+        reg.try_lock("other", "c", SEC),
+        Err(LockError::CapacityExceeded { .. })
+    ));
+    assert_eq!(reg.sweep(), 0, "a sweep keeps the slot a waiter is owed");
+    assert!(waiter.wakes() <= 1);
+    let lock = waiter.ready().unwrap().expect("handed the lapsed lease");
+    assert_eq!(
+        (lock.owner(), lock.deadline()),
+        ("b", Timestamp::from_millis(1_100))
+    );
+    drop(lock);
+    assert!(reg.try_lock("other", "c", SEC).unwrap().is_some());
+}
+
+#[test]
 fn zero_wait_behaves_exactly_like_try_lock() {
     let (reg, _) = manual_registry();
     let holder = Probe::new(reg.acquire("job", "a", SEC, Duration::ZERO))
