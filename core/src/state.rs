@@ -36,10 +36,8 @@ struct Queue {
 
 /// One queued `acquire`: what to grant it, whom to wake, and the grant once made.
 struct Waiter {
-    /// `name\0owner`, ready to become the lease's text (moved to the table on the grant).
-    text: OwnedText,
-    hash: u64,
-    ttl: Duration,
+    /// What it asked for; its text moves to the table on the grant.
+    request: Request,
     waker: Option<Waker>,
     granted: Option<LeaseInfo>,
 }
@@ -257,9 +255,7 @@ impl State {
             }
         }
         let waiter = Waiter {
-            text,
-            hash,
-            ttl,
+            request: Request { text, hash, ttl },
             waker: None,
             granted: None,
         };
@@ -285,10 +281,9 @@ impl State {
         let Some(waiter) = self.waiters.get(&id).filter(|w| w.granted.is_none()) else {
             return self.collect(id);
         };
-        let hash = waiter.hash;
         // A copy of the name, so that it can be used alongside `&mut self` (one small
         // allocation per wake-up of a waiter; never on the try_lock paths).
-        let name: Box<str> = waiter.text.name().into();
+        let (hash, name): (u64, Box<str>) = (waiter.request.hash, waiter.request.name().into());
         self.settle(hash, &name, now, later);
         if self.waiters[&id].granted.is_some() {
             return self.collect(id);
@@ -320,7 +315,8 @@ impl State {
             }
             _ => {
                 if let Some(waiter) = self.waiters.get(&id) {
-                    let (hash, name): (u64, Box<str>) = (waiter.hash, waiter.text.name().into());
+                    let (hash, name): (u64, Box<str>) =
+                        (waiter.request.hash, waiter.request.name().into());
                     self.leave_queue(id, hash, &name, later);
                 }
             }
@@ -389,8 +385,8 @@ impl State {
             text: Box::default(),
             name_len: 0,
         };
-        let text = core::mem::replace(&mut head.text, empty);
-        match self.table.grant(hash, text, head.ttl, now) {
+        let text = core::mem::replace(&mut head.request.text, empty);
+        match self.table.grant(hash, text, head.request.ttl, now) {
             Grant::Granted(lease) => {
                 head.granted = Some(lease);
                 later.wake(head.waker.take());
@@ -403,9 +399,9 @@ impl State {
                     }
                 }
             }
-            // A full table (possible only when the lapsed entry was swept away and other
-            // names took its room) leaves the head waiting, with its text back.
-            Grant::Busy(text) | Grant::Refused(_, text) => head.text = text,
+            // Not expected: the name's slot is pinned while it has waiters, so a lapsed one is
+            // reused in place. Should it happen, the head keeps waiting, with its text back.
+            Grant::Busy(text) | Grant::Refused(_, text) => head.request.text = text,
         }
         true
     }

@@ -26,6 +26,14 @@ struct Slot {
     deadline: Timestamp,
 }
 
+impl Slot {
+    /// The hash of the slot's name: what the table rehashes by when it grows or shrinks,
+    /// and what a sweep looks up among the pins.
+    fn hash(&self, hasher: &DefaultHashBuilder) -> u64 {
+        hasher.hash_one(text_name(&self.text))
+    }
+}
+
 /// The named-lock contract as a sans-IO state machine: no clock, no lock, no background task.
 ///
 /// Every method that depends on time takes `now`. The table remembers the latest `now` it
@@ -261,8 +269,7 @@ impl LockTable {
             token,
             deadline,
         };
-        self.entries
-            .insert_unique(hash, slot, |e| hasher.hash_one(text_name(&e.text)));
+        self.entries.insert_unique(hash, slot, |e| e.hash(hasher));
         self.earliest_deadline = self.earliest_deadline.min(deadline);
         lease
     }
@@ -417,7 +424,7 @@ impl LockTable {
                 }
                 // Lapsed: kept only if a waiter is to be handed it.
                 !pins.is_empty() && {
-                    let hash = hasher.hash_one(text_name(&e.text));
+                    let hash = e.hash(hasher);
                     pins.find(hash, |p| p.0 == hash).is_some()
                 }
             });
@@ -428,8 +435,7 @@ impl LockTable {
         self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
         if self.entries.capacity() > 4 * self.sweep_at {
             let hasher = &self.hasher;
-            self.entries
-                .shrink_to(self.sweep_at, |e| hasher.hash_one(text_name(&e.text)));
+            self.entries.shrink_to(self.sweep_at, |e| e.hash(hasher));
         }
         before - len
     }
