@@ -16,7 +16,8 @@ use crate::timer::Timer;
 
 /// Waits for a lock: the future returned by [`LockRegistry::acquire`](crate::LockRegistry::acquire).
 ///
-/// Resolves to `Ok(Some(lock))` when granted, `Ok(None)` when the wait elapsed first, or the
+/// Waits without limit unless bounded with [`timeout`](Self::timeout). Resolves to
+/// `Ok(Some(lock))` when granted, `Ok(None)` when a bounded wait elapsed first, or the
 /// request's validation error. Dropping it before it resolves withdraws it from the queue
 /// (cancel-safe). `Unpin`, `'static`, and `Send` when the clock and its sleeps are.
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
@@ -24,6 +25,8 @@ pub struct Acquire<C: Timer> {
     registry: LockRegistry<C>,
     /// The hash of the requested name, which picks its shard.
     hash: u64,
+    /// The requested lease duration, which the granted handle keeps as its ttl.
+    ttl: Duration,
     /// Whether a full registry was already swept once for this request.
     swept: bool,
     phase: Phase,
@@ -49,18 +52,42 @@ impl<C: Timer> Acquire<C> {
         Acquire {
             registry,
             hash: request.as_ref().map_or(0, Request::hash),
+            ttl: request.as_ref().map_or(Duration::ZERO, Request::ttl),
             swept: false,
             phase: Phase::Start(request, wait),
             sleep: None,
         }
     }
 
+    /// Bounds the wait: the future resolves to `Ok(None)` once `wait` has elapsed without a
+    /// grant (counted from the first poll). `timeout(Duration::ZERO)` answers exactly as
+    /// [`try_lock`](crate::LockRegistry::try_lock) does. Once the future has been polled the
+    /// wait is under way and this changes nothing.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockRegistry, ManualClock};
+    /// use core::time::Duration;
+    ///
+    /// let registry = LockRegistry::new(ManualClock::new());
+    /// let _held = registry.try_lock("job", "a", Duration::from_secs(10))?.unwrap();
+    /// let waited = registry.acquire("job", "b", Duration::from_secs(10)).timeout(Duration::ZERO);
+    /// assert!(futures_lite::future::block_on(waited)?.is_none(), "busy, and no wait allowed");
+    /// # Ok::<(), alkstore_mem::LockError>(())
+    /// ```
+    pub fn timeout(mut self, wait: Duration) -> Self {
+        if let Phase::Start(_, bound) = &mut self.phase {
+            *bound = wait;
+        }
+        self
+    }
+
     fn shard(&self) -> &Arc<Shard<C>> {
         self.registry.shard(self.hash)
     }
 
-    fn granted(&self, lease: crate::LeaseInfo) -> Lock<C> {
-        Lock::new(Arc::clone(self.shard()), lease)
+    fn granted(&self, lease: crate::LeaseInfo, ttl: Duration) -> Lock<C> {
+        Lock::new(Arc::clone(self.shard()), lease, ttl)
     }
 }
 
@@ -109,7 +136,7 @@ impl<C: Timer> Future for Acquire<C> {
                 Standing::Granted(lease) => {
                     this.phase = Phase::Done;
                     this.sleep = None;
-                    return Poll::Ready(Ok(Some(this.granted(lease))));
+                    return Poll::Ready(Ok(Some(this.granted(lease, this.ttl))));
                 }
                 Standing::Busy | Standing::TimedOut => {
                     this.phase = Phase::Done;

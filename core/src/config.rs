@@ -7,9 +7,9 @@
 /// ```
 /// use alkstore_mem::{Config, LockRegistry, ManualClock};
 ///
-/// let config = Config::default().max_locks(10_000).max_name_len(64);
+/// let config = Config::default().with_max_locks(10_000).with_max_name_len(64);
 /// let registry = LockRegistry::with_config(ManualClock::new(), config);
-/// assert_eq!(registry.config().get_max_locks(), Some(10_000));
+/// assert_eq!(registry.config().max_locks(), Some(10_000));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -37,7 +37,7 @@ impl Config {
     /// [`acquire`](crate::LockRegistry::acquire) calls: it is the first waiter's, about to be
     /// handed over. Default: unlimited.
     #[must_use]
-    pub const fn max_locks(mut self, max: usize) -> Self {
+    pub const fn with_max_locks(mut self, max: usize) -> Self {
         self.max_locks = Some(max);
         self
     }
@@ -45,7 +45,7 @@ impl Config {
     /// Names longer than `max` bytes are refused with
     /// [`LockError::InvalidName`](crate::LockError::InvalidName). Default: 256.
     #[must_use]
-    pub const fn max_name_len(mut self, max: usize) -> Self {
+    pub const fn with_max_name_len(mut self, max: usize) -> Self {
         self.max_name_len = max;
         self
     }
@@ -53,23 +53,23 @@ impl Config {
     /// Owners longer than `max` bytes are refused with
     /// [`LockError::InvalidOwner`](crate::LockError::InvalidOwner). Default: 256.
     #[must_use]
-    pub const fn max_owner_len(mut self, max: usize) -> Self {
+    pub const fn with_max_owner_len(mut self, max: usize) -> Self {
         self.max_owner_len = max;
         self
     }
 
     /// The live-lease limit, `None` when unlimited.
-    pub const fn get_max_locks(&self) -> Option<usize> {
+    pub const fn max_locks(&self) -> Option<usize> {
         self.max_locks
     }
 
     /// The longest accepted name, in bytes.
-    pub const fn get_max_name_len(&self) -> usize {
+    pub const fn max_name_len(&self) -> usize {
         self.max_name_len
     }
 
     /// The longest accepted owner, in bytes.
-    pub const fn get_max_owner_len(&self) -> usize {
+    pub const fn max_owner_len(&self) -> usize {
         self.max_owner_len
     }
 }

@@ -50,27 +50,34 @@ extern crate std;
 
 mod acquire;
 mod config;
+pub mod contract;
 mod error;
 mod lease;
 mod manual_clock;
+mod memory_store;
 mod padded;
 mod registry;
+mod snapshot;
 mod state;
 mod table;
 mod time;
 mod timer;
 mod validate;
+mod with_lock;
 
 pub use acquire::Acquire;
 pub use config::Config;
+pub use contract::{AcquireFuture, LockHandle, LockStore, MaybeSend, MaybeSync};
 pub use error::{InputProblem, LockError};
 pub use lease::LeaseInfo;
 pub use manual_clock::{ManualClock, ManualSleep};
 pub use registry::{Lock, LockRegistry};
+pub use snapshot::{Snapshot, Waiting};
 pub use table::LockTable;
 pub use time::{Clock, Timestamp};
 pub use timer::Timer;
 pub use validate::RESERVED_PREFIX;
+pub use with_lock::with_lock;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]

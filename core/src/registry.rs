@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::LeaseInfo;
 use crate::padded::CachePadded;
+use crate::snapshot::Snapshot;
 use crate::state::{Deferred, Request, State};
 use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
@@ -67,6 +68,9 @@ struct Inner<C> {
 /// What the shards share: read-only after construction, so that cores can cache it.
 pub(crate) struct Common<C> {
     pub(crate) clock: C,
+    /// `C::now`, for the one path that has no `C: Clock` bound to call it by: dropping a
+    /// [`Lock`] (so that `Lock<C>` needs no bound, and structs holding one repeat none).
+    read: fn(&C) -> Timestamp,
     config: Config,
     /// The tables' hasher, so that names are hashed (and sharded) before any mutex is taken.
     hasher: DefaultHashBuilder,
@@ -89,6 +93,21 @@ impl<C: Clock> Shard<C> {
         f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
     ) -> R {
         let now = self.common.clock.now();
+        let mut later = Deferred::default();
+        let result = f(&mut self.state.lock(), now, &mut later);
+        later.run();
+        result
+    }
+}
+
+impl<C> Shard<C> {
+    /// [`with_state`](Self::with_state) without a `C: Clock` bound: the clock is read
+    /// through the function pointer kept for that (only `Lock`'s drop needs this).
+    fn with_state_unbound<R>(
+        &self,
+        f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
+    ) -> R {
+        let now = (self.common.read)(&self.common.clock);
         let mut later = Deferred::default();
         let result = f(&mut self.state.lock(), now, &mut later);
         later.run();
@@ -137,7 +156,7 @@ impl<C: Clock> Inner<C> {
         shard.with_state(|state, now, later| {
             state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
         })?;
-        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease)))
+        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease, ttl)))
     }
 }
 
@@ -157,6 +176,7 @@ impl<C: Clock> LockRegistry<C> {
         let hasher = DefaultHashBuilder::default();
         let common = Arc::new(Common {
             clock,
+            read: C::now,
             config,
             hasher: hasher.clone(),
         });
@@ -251,6 +271,65 @@ impl<C: Clock> LockRegistry<C> {
             .with_state(|state, now, later| state.holder(hash, name, now, later))
     }
 
+    /// Frees `name` whoever holds it, as an operator would free a stuck lock, and returns the
+    /// lease it ended; `None` when the name had no live lease (or is not a valid name).
+    ///
+    /// The old holder's [`is_held`](Lock::is_held) turns false and its
+    /// [`renew`](Lock::renew) fails with [`LockError::Expired`]; its `release` returns
+    /// `false` and touches nothing. The lease goes to the first waiting
+    /// [`acquire`](Self::acquire), if any, with a larger token, and waiters stay in order.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockRegistry, ManualClock};
+    /// use core::time::Duration;
+    ///
+    /// let registry = LockRegistry::new(ManualClock::new());
+    /// let stuck = registry.try_lock("migration", "deploy-3", Duration::from_secs(3600))?.unwrap();
+    /// let ended = registry.force_release("migration").expect("it was held");
+    /// assert_eq!((ended.owner(), ended.token()), ("deploy-3", stuck.token()));
+    /// assert!(!stuck.is_held());
+    /// let next = registry.try_lock("migration", "deploy-4", Duration::from_secs(60))?.unwrap();
+    /// assert!(next.token() > stuck.token());
+    /// # Ok::<(), alkstore_mem::LockError>(())
+    /// ```
+    pub fn force_release(&self, name: &str) -> Option<LeaseInfo> {
+        check_name(name, &self.inner.common.config).ok()?;
+        let hash = self.inner.hash(name);
+        self.inner
+            .shard(hash)
+            .with_state(|state, now, later| state.force_release(hash, name, now, later))
+    }
+
+    /// The held leases and the queued waiters of every name, for diagnostics and admin pages
+    /// (what Web Locks' `query()` answers). Leases are sorted by name; waiters by name, then
+    /// in queue order. Each shard is read at its own moment, so a snapshot taken while other
+    /// threads work is a consistent view of each name, not of the whole registry.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockRegistry, ManualClock};
+    /// use core::time::Duration;
+    ///
+    /// let registry = LockRegistry::new(ManualClock::new());
+    /// let _a = registry.try_lock("reports/daily", "cron-1", Duration::from_secs(60))?;
+    /// let snapshot = registry.snapshot();
+    /// assert_eq!(snapshot.held.len(), 1);
+    /// assert_eq!(snapshot.held[0].owner(), "cron-1");
+    /// assert!(snapshot.waiting.is_empty());
+    /// # Ok::<(), alkstore_mem::LockError>(())
+    /// ```
+    pub fn snapshot(&self) -> Snapshot {
+        let mut snapshot = Snapshot::default();
+        for shard in &self.inner.shards {
+            shard.with_state(|state, now, _| state.snapshot_into(now, &mut snapshot));
+        }
+        snapshot.held.sort_by(|a, b| a.name().cmp(b.name()));
+        // Stable: waiters of one name keep their queue order.
+        snapshot.waiting.sort_by(|a, b| a.name.cmp(&b.name));
+        snapshot
+    }
+
     /// Reclaims the memory of every lapsed lease now and returns how many there were.
     /// Optional: the table reclaims lapsed entries by itself, amortised, as it grows.
     pub fn sweep(&self) -> usize {
@@ -275,10 +354,12 @@ impl<C: Clock> LockRegistry<C> {
 }
 
 impl<C: Timer> LockRegistry<C> {
-    /// Waits up to `wait` for the lock `name`, then holds it for `ttl`.
+    /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded
+    /// with [`Acquire::timeout`].
     ///
-    /// The future resolves to `Ok(Some(lock))` once granted, `Ok(None)` when `wait` elapses
-    /// first. With `wait` zero it answers exactly as [`try_lock`](Self::try_lock) does.
+    /// The future resolves to `Ok(Some(lock))` once granted, `Ok(None)` when a bounded wait
+    /// elapses first. With `.timeout(Duration::ZERO)` it answers exactly as
+    /// [`try_lock`](Self::try_lock) does.
     ///
     /// Waiters on a name are served in arrival order: a release (explicit or by drop) hands
     /// the lease straight to the head waiter, with a new token and a deadline `ttl` from the
@@ -307,7 +388,8 @@ impl<C: Timer> LockRegistry<C> {
     /// let registry = LockRegistry::new(clock.clone());
     /// let holder = registry.try_lock("job", "a", Duration::from_secs(10))?.unwrap();
     ///
-    /// let mut waiting = pin!(registry.acquire("job", "b", Duration::from_secs(10), Duration::from_secs(5)));
+    /// let ttl = Duration::from_secs(10);
+    /// let mut waiting = pin!(registry.acquire("job", "b", ttl).timeout(Duration::from_secs(5)));
     /// let mut cx = Context::from_waker(Waker::noop());
     /// assert!(waiting.as_mut().poll(&mut cx).is_pending());
     ///
@@ -316,12 +398,12 @@ impl<C: Timer> LockRegistry<C> {
     /// assert_eq!(lock.owner(), "b");
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
-    pub fn acquire(&self, name: &str, owner: &str, ttl: Duration, wait: Duration) -> Acquire<C> {
+    pub fn acquire(&self, name: &str, owner: &str, ttl: Duration) -> Acquire<C> {
         let request = self
             .inner
             .check(name, owner, ttl)
             .map(|hash| Request::new(name, owner, hash, ttl));
-        Acquire::new(self.clone(), request, wait)
+        Acquire::new(self.clone(), request, Duration::MAX)
     }
 }
 
@@ -374,18 +456,21 @@ impl<C: fmt::Debug> fmt::Debug for LockRegistry<C> {
 /// # Ok::<(), LockError>(())
 /// ```
 #[must_use = "dropping a Lock releases it at once; call detach() to let the lease run to its deadline"]
-pub struct Lock<C: Clock> {
+pub struct Lock<C> {
     shard: Arc<Shard<C>>,
     lease: LeaseInfo,
+    /// The ttl of the last grant or renew.
+    ttl: Duration,
     /// Whether dropping the handle releases the lease.
     release_on_drop: bool,
 }
 
 impl<C: Clock> Lock<C> {
-    pub(crate) fn new(shard: Arc<Shard<C>>, lease: LeaseInfo) -> Self {
+    pub(crate) fn new(shard: Arc<Shard<C>>, lease: LeaseInfo, ttl: Duration) -> Self {
         Lock {
             shard,
             lease,
+            ttl,
             release_on_drop: true,
         }
     }
@@ -417,6 +502,22 @@ impl<C: Clock> Lock<C> {
         &self.lease
     }
 
+    /// The ttl of the last grant or [`renew`](Self::renew): what
+    /// [`keep_alive`](Self::keep_alive) renews to.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// How long the lease has left now: zero once it lapsed or was released.
+    pub fn remaining(&self) -> Duration {
+        self.shard.with_state(|state, now, _| {
+            let live = state.table.live_deadline_of(&self.lease, now);
+            live.map_or(Duration::ZERO, |deadline| {
+                deadline.saturating_duration_since(state.table.latest_now())
+            })
+        })
+    }
+
     /// Whether the lease is still live now. Allocates nothing.
     pub fn is_held(&self) -> bool {
         self.shard
@@ -433,7 +534,9 @@ impl<C: Clock> Lock<C> {
     pub fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
         let lease = &mut self.lease;
         self.shard
-            .with_state(|state, now, later| state.renew(lease, ttl, now, later))
+            .with_state(|state, now, later| state.renew(lease, ttl, now, later))?;
+        self.ttl = ttl;
+        Ok(())
     }
 
     /// Releases the lease. Returns `true` when it was live and is now free, `false` when it
@@ -454,21 +557,105 @@ impl<C: Clock> Lock<C> {
     }
 }
 
-impl<C: Clock> Drop for Lock<C> {
-    fn drop(&mut self) {
-        if self.release_on_drop {
-            self.release_now();
+impl<C: Timer> Lock<C> {
+    /// Renews the lease to its [`ttl`](Self::ttl) every `every` (zero: a third of the ttl)
+    /// and returns only when a renewal fails, with that error: [`LockError::Expired`] once
+    /// the lease is lost (it lapsed between renewals, or was
+    /// [`force_release`](LockRegistry::force_release)d). Race it against the work, so that
+    /// the work stops when the lease is gone; dropping the future stops the renewals.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockError, LockRegistry, ManualClock};
+    /// use core::pin::pin;
+    /// use core::task::{Context, Poll, Waker};
+    /// use core::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let registry = LockRegistry::new(clock.clone());
+    /// let mut lock = registry.try_lock("job", "a", Duration::from_secs(3))?.unwrap();
+    /// let token = lock.token();
+    /// {
+    ///     let mut alive = pin!(lock.keep_alive(Duration::from_secs(1)));
+    ///     let mut cx = Context::from_waker(Waker::noop());
+    ///     for _ in 0..10 {
+    ///         assert!(alive.as_mut().poll(&mut cx).is_pending());
+    ///         clock.advance(Duration::from_secs(1)); // each second, a renewal to 3 s
+    ///     }
+    ///     assert_eq!(registry.holder("job").unwrap().token(), token, "renewed, still held");
+    ///     registry.force_release("job");
+    ///     clock.advance(Duration::from_secs(1));
+    ///     let Poll::Ready(err) = alive.as_mut().poll(&mut cx) else { panic!() };
+    ///     assert!(matches!(err, LockError::Expired { .. }));
+    /// }
+    /// # Ok::<(), LockError>(())
+    /// ```
+    pub async fn keep_alive(&mut self, every: Duration) -> LockError {
+        let every = if every.is_zero() {
+            (self.ttl / 3).max(Duration::from_nanos(1))
+        } else {
+            every
+        };
+        loop {
+            let clock = &self.shard.common.clock;
+            clock.sleep_until(clock.now().saturating_add(every)).await;
+            if let Err(err) = self.renew(self.ttl) {
+                return err;
+            }
+        }
+    }
+
+    /// Resolves once the lease is no longer held (lapsed, released through another path, or
+    /// force-released). It sleeps to the deadline and checks again, so renewals push it out.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LockRegistry, ManualClock};
+    /// use core::pin::pin;
+    /// use core::task::{Context, Waker};
+    /// use core::time::Duration;
+    ///
+    /// let clock = ManualClock::new();
+    /// let registry = LockRegistry::new(clock.clone());
+    /// let lock = registry.try_lock("job", "a", Duration::from_secs(5))?.unwrap();
+    /// let mut lapsed = pin!(lock.lapsed());
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(lapsed.as_mut().poll(&mut cx).is_pending());
+    /// clock.advance(Duration::from_secs(5));
+    /// assert!(lapsed.as_mut().poll(&mut cx).is_ready());
+    /// # Ok::<(), alkstore_mem::LockError>(())
+    /// ```
+    pub async fn lapsed(&self) {
+        loop {
+            let deadline = self
+                .shard
+                .with_state(|state, now, _| state.table.live_deadline_of(&self.lease, now));
+            match deadline {
+                Some(deadline) => self.shard.common.clock.sleep_until(deadline).await,
+                None => return,
+            }
         }
     }
 }
 
-impl<C: Clock> fmt::Debug for Lock<C> {
+impl<C> Drop for Lock<C> {
+    fn drop(&mut self) {
+        if self.release_on_drop {
+            let lease = &self.lease;
+            self.shard
+                .with_state_unbound(|state, now, later| state.release(lease, now, later));
+        }
+    }
+}
+
+impl<C> fmt::Debug for Lock<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &self.name())
-            .field("owner", &self.owner())
-            .field("token", &self.token())
-            .field("deadline", &self.deadline())
+            .field("name", &self.lease.name())
+            .field("owner", &self.lease.owner())
+            .field("token", &self.lease.token())
+            .field("deadline", &self.lease.deadline())
+            .field("ttl", &self.ttl)
             .finish()
     }
 }

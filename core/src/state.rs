@@ -15,6 +15,7 @@ use hashbrown::{HashMap, HashTable, hash_table};
 
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text};
+use crate::snapshot::{Snapshot, Waiting};
 use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText};
 use crate::time::Timestamp;
 
@@ -70,6 +71,11 @@ impl Request {
     /// The name's hash in the registry's tables.
     pub(crate) fn hash(&self) -> u64 {
         self.hash
+    }
+
+    /// The requested lease duration.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
     }
 }
 
@@ -211,6 +217,40 @@ impl State {
         let (was_live, text) = self.table.release_keeping_text(lease, now);
         later.free(text);
         was_live
+    }
+
+    /// Ends the live lease on the checked `name`, whoever holds it, handing it to the head
+    /// waiter if any; returns the lease it ended.
+    pub(crate) fn force_release(
+        &mut self,
+        hash: u64,
+        name: &str,
+        now: Timestamp,
+        later: &mut Deferred,
+    ) -> Option<LeaseInfo> {
+        let lease = self.table.holder_checked(hash, name, now)?;
+        self.release(&lease, now, later);
+        Some(lease)
+    }
+
+    /// Appends the live leases and the queued waiters (in queue order) to `snapshot`.
+    pub(crate) fn snapshot_into(&mut self, now: Timestamp, snapshot: &mut Snapshot) {
+        self.table.live_leases_into(now, &mut snapshot.held);
+        for queue in self.queues.iter() {
+            for id in &queue.ids {
+                if let Some(waiter) = self.waiters.get(id) {
+                    let text = &waiter.request.text;
+                    snapshot.waiting.push(Waiting {
+                        name: queue.name.as_ref().into(),
+                        owner: text
+                            .text
+                            .get(text.name_len + 1..)
+                            .unwrap_or_default()
+                            .into(),
+                    });
+                }
+            }
+        }
     }
 
     /// The first poll of an `acquire`: grant at once if the name is free and nobody is

@@ -10,7 +10,7 @@ use core::time::Duration;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::config::Config;
-use crate::error::{LockError, preview};
+use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
 use crate::padded::CachePadded;
 use crate::time::Timestamp;
@@ -151,7 +151,7 @@ impl LockTable {
 
     /// Counts one more entry against [`Config::max_locks`]; `false` when there is no room.
     fn reserve_entry(&self) -> bool {
-        match (self.config.get_max_locks(), &self.pool) {
+        match (self.config.max_locks(), &self.pool) {
             (None, _) => true,
             (Some(max), None) => self.entries.len() < max,
             (Some(max), Some(pool)) => pool
@@ -165,7 +165,7 @@ impl LockTable {
 
     /// Gives back `count` removed entries to the count shared with the other shards.
     fn forget_entries(&self, count: usize) {
-        if let (Some(_), Some(pool)) = (self.config.get_max_locks(), &self.pool) {
+        if let (Some(_), Some(pool)) = (self.config.max_locks(), &self.pool) {
             if count > 0 {
                 pool.entries.fetch_sub(count, Ordering::AcqRel);
             }
@@ -289,8 +289,8 @@ impl LockTable {
         }
         if !self.reserve_entry() {
             let err = LockError::CapacityExceeded {
-                name: preview(source.name()),
-                max: self.config.get_max_locks().unwrap_or(usize::MAX),
+                name: source.name().into(),
+                max: self.config.max_locks().unwrap_or(usize::MAX),
             };
             return Grant::Refused(err, source);
         }
@@ -326,7 +326,7 @@ impl LockTable {
                 Ok(())
             }
             _ => Err(LockError::Expired {
-                name: preview(lease.name()),
+                name: lease.name().into(),
                 token: lease.token,
                 deadline: lease.deadline,
                 now,
@@ -386,6 +386,33 @@ impl LockTable {
         self.entries
             .find(lease.hash, |e| e.token == lease.token)
             .is_some_and(|e| e.deadline > now)
+    }
+
+    /// The deadline of `lease` if it is still live at `now`.
+    pub(crate) fn live_deadline_of(
+        &mut self,
+        lease: &LeaseInfo,
+        now: Timestamp,
+    ) -> Option<Timestamp> {
+        let now = self.observe(now);
+        self.entries
+            .find(lease.hash, |e| e.token == lease.token)
+            .map(|e| e.deadline)
+            .filter(|&deadline| deadline > now)
+    }
+
+    /// Every live lease, appended to `out`.
+    pub(crate) fn live_leases_into(
+        &mut self,
+        now: Timestamp,
+        out: &mut alloc::vec::Vec<LeaseInfo>,
+    ) {
+        let now = self.observe(now);
+        let hasher = &self.hasher;
+        out.extend(self.entries.iter().filter(|e| e.deadline > now).map(|e| {
+            let name_len = text_name(&e.text).len();
+            LeaseInfo::new(&e.text, name_len, e.hash(hasher), e.token, e.deadline)
+        }));
     }
 
     /// The live lease on `name`, or `None` when the name is free, its lease lapsed, or the

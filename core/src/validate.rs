@@ -6,7 +6,7 @@
 use core::time::Duration;
 
 use crate::config::Config;
-use crate::error::{InputProblem, LockError, preview};
+use crate::error::{InputProblem, LockError, kept};
 
 /// The prefix of names kept for alkstore itself; `try_lock` refuses them with
 /// [`LockError::ReservedName`]. Matched ASCII case-insensitively, so `"ALK:x"` is reserved too.
@@ -26,14 +26,12 @@ impl Refusal {
     pub(crate) fn into_error(self, name: &str, owner: &str, ttl: Duration) -> LockError {
         match self {
             Refusal::Name(problem) => LockError::InvalidName {
-                name: preview(name),
+                name: kept(name, &problem),
                 problem,
             },
-            Refusal::Reserved => LockError::ReservedName {
-                name: preview(name),
-            },
+            Refusal::Reserved => LockError::ReservedName { name: name.into() },
             Refusal::Owner(problem) => LockError::InvalidOwner {
-                owner: preview(owner),
+                owner: kept(owner, &problem),
                 problem,
             },
             Refusal::Ttl => LockError::InvalidTtl { ttl },
@@ -47,7 +45,7 @@ pub(crate) fn check_name(name: &str, config: &Config) -> Result<(), Refusal> {
     if name.is_empty() {
         return Err(Refusal::Name(InputProblem::Empty));
     }
-    let max = config.get_max_name_len();
+    let max = config.max_name_len();
     if name.len() > max {
         return Err(Refusal::Name(InputProblem::TooLong {
             len: name.len(),
@@ -68,7 +66,7 @@ pub(crate) fn check_owner(owner: &str, config: &Config) -> Result<(), Refusal> {
     if owner.is_empty() {
         return Err(Refusal::Owner(InputProblem::Empty));
     }
-    let max = config.get_max_owner_len();
+    let max = config.max_owner_len();
     if owner.len() > max {
         return Err(Refusal::Owner(InputProblem::TooLong {
             len: owner.len(),
@@ -100,7 +98,7 @@ pub(crate) fn quick_check(
     config: &Config,
 ) -> Result<(), LockError> {
     let plausible =
-        !name.is_empty() && name.len() <= config.get_max_name_len() && !has_nul(name.as_bytes());
+        !name.is_empty() && name.len() <= config.max_name_len() && !has_nul(name.as_bytes());
     if !plausible || check_owner(owner, config).is_err() || ttl.is_zero() {
         // Refused: the full checks name the first problem in order of precedence.
         check_request(name, owner, ttl, config)?;

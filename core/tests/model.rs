@@ -119,7 +119,7 @@ fn kind(err: &LockError) -> &'static str {
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let clock = ManualClock::new();
-    let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(MAX_LOCKS));
+    let reg = LockRegistry::with_config(clock.clone(), Config::default().with_max_locks(MAX_LOCKS));
     let mut model = Model::default();
     let mut handles: Vec<Lock<ManualClock>> = Vec::new();
     let mut clock_ms = 0u64;

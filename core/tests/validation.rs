@@ -77,7 +77,7 @@ proptest! {
         owner in ".{0,30}",
         ttl in ttl_strategy(),
     ) {
-        let config = Config::default().max_name_len(MAX_NAME).max_owner_len(MAX_OWNER);
+        let config = Config::default().with_max_name_len(MAX_NAME).with_max_owner_len(MAX_OWNER);
         let registry = LockRegistry::with_config(ManualClock::new(), config);
         let _other = registry.try_lock("someone-else", "x", Duration::from_secs(1)).unwrap().unwrap();
         let expected = classify(&name, &owner, ttl);
@@ -101,7 +101,7 @@ proptest! {
         }
 
         // acquire answers the same at its first poll.
-        let fut = registry.acquire(&name, &owner, ttl, Duration::ZERO);
+        let fut = registry.acquire(&name, &owner, ttl).timeout(Duration::ZERO);
         let answer = futures_lite::future::block_on(fut);
         match (answer, expected) {
             (Err(err), Err(kind_expected)) => prop_assert_eq!(kind(&err), kind_expected),

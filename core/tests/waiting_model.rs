@@ -250,12 +250,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 wait,
             } => {
                 let (name, owner) = (NAMES[name], OWNERS[owner]);
-                let future = registry.acquire(
-                    name,
-                    owner,
-                    Duration::from_millis(ttl),
-                    Duration::from_millis(wait),
-                );
+                let future = registry
+                    .acquire(name, owner, Duration::from_millis(ttl))
+                    .timeout(Duration::from_millis(wait));
                 let mut real = RealWaiter {
                     future: Box::pin(future),
                     wakes: Arc::new(Counter(AtomicUsize::new(0))),

@@ -107,12 +107,8 @@ mod browser {
             .detach();
         let start = clock.now();
         let lock = registry
-            .acquire(
-                "rt/wait",
-                "b",
-                Duration::from_secs(1),
-                Duration::from_secs(10),
-            )
+            .acquire("rt/wait", "b", Duration::from_secs(1))
+            .timeout(Duration::from_secs(10))
             .await
             .unwrap()
             .expect("granted when the 60 ms lease lapsed");
@@ -139,12 +135,8 @@ mod browser {
             .unwrap();
         let start = clock.now();
         let got = registry
-            .acquire(
-                "rt/busy",
-                "b",
-                Duration::from_secs(1),
-                Duration::from_millis(80),
-            )
+            .acquire("rt/busy", "b", Duration::from_secs(1))
+            .timeout(Duration::from_millis(80))
             .await
             .unwrap();
         let waited = clock.now().saturating_duration_since(start);
@@ -168,12 +160,9 @@ mod browser {
             .try_lock("rt/hand", "a", Duration::from_secs(30))
             .unwrap()
             .unwrap();
-        let waiting = registry.acquire(
-            "rt/hand",
-            "b",
-            Duration::from_secs(1),
-            Duration::from_secs(20),
-        );
+        let waiting = registry
+            .acquire("rt/hand", "b", Duration::from_secs(1))
+            .timeout(Duration::from_secs(20));
         let start = clock.now();
         let releaser = async move {
             browser_sleep(30).await;

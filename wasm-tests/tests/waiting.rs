@@ -26,7 +26,7 @@ fn wait_for(
     ttl: Duration,
     wait: Duration,
 ) -> Waiting {
-    let mut probe = Probe::new(reg.acquire(name, owner, ttl, wait));
+    let mut probe = Probe::new(reg.acquire(name, owner, ttl).timeout(wait));
     probe.pending();
     probe
 }
@@ -41,7 +41,7 @@ fn assert_nothing_queued(reg: &LockRegistry<ManualClock>, clock: &ManualClock) {
 #[test]
 fn free_name_is_granted_at_the_first_poll() {
     let (reg, clock) = manual_registry();
-    let lock = Probe::new(reg.acquire("job", "a", SEC, SEC))
+    let lock = Probe::new(reg.acquire("job", "a", SEC).timeout(SEC))
         .ready()
         .unwrap()
         .unwrap();
@@ -53,11 +53,11 @@ fn free_name_is_granted_at_the_first_poll() {
 fn validation_errors_come_at_the_first_poll_without_waiting() {
     let (reg, _) = manual_registry();
     let _holder = reg.try_lock("job", "a", SEC).unwrap().unwrap();
-    let err = Probe::new(reg.acquire("", "b", SEC, SEC))
+    let err = Probe::new(reg.acquire("", "b", SEC).timeout(SEC))
         .ready()
         .unwrap_err();
     assert!(matches!(err, LockError::InvalidName { .. }));
-    let err = Probe::new(reg.acquire("job", "b", Duration::ZERO, SEC))
+    let err = Probe::new(reg.acquire("job", "b", Duration::ZERO).timeout(SEC))
         .ready()
         .unwrap_err();
     assert!(matches!(err, LockError::InvalidTtl { .. }));
@@ -69,15 +69,15 @@ fn acquire_on_a_full_registry_finds_room_left_by_any_lapsed_lease() {
     use alkstore_mem::Config;
     for i in 0..64 {
         let clock = ManualClock::new();
-        let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(1));
+        let reg = LockRegistry::with_config(clock.clone(), Config::default().with_max_locks(1));
         reg.try_lock("old", "w", ms(10)).unwrap().unwrap().detach();
         clock.advance(ms(10));
         let name = format!("new-{i}");
-        let lock = Probe::new(reg.acquire(&name, "w", SEC, SEC))
+        let lock = Probe::new(reg.acquire(&name, "w", SEC).timeout(SEC))
             .ready()
             .unwrap();
         assert!(lock.is_some(), "{name}: the lapsed lease left room");
-        let err = Probe::new(reg.acquire("more", "w", SEC, SEC))
+        let err = Probe::new(reg.acquire("more", "w", SEC).timeout(SEC))
             .ready()
             .unwrap_err();
         assert!(matches!(err, LockError::CapacityExceeded { max: 1, .. }));
@@ -88,7 +88,7 @@ fn acquire_on_a_full_registry_finds_room_left_by_any_lapsed_lease() {
 fn a_hand_off_reuses_the_released_slot_on_a_full_registry() {
     use alkstore_mem::Config;
     let clock = ManualClock::new();
-    let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(1));
+    let reg = LockRegistry::with_config(clock.clone(), Config::default().with_max_locks(1));
     let holder = reg.try_lock("job", "a", SEC).unwrap().unwrap();
     let mut waiter = wait_for(&reg, "job", "b", SEC, SEC);
     assert!(holder.release());
@@ -109,7 +109,7 @@ fn a_hand_off_reuses_the_released_slot_on_a_full_registry() {
 fn a_lapsed_lease_with_a_waiter_keeps_its_room_on_a_full_registry() {
     use alkstore_mem::Config;
     let clock = ManualClock::new();
-    let reg = LockRegistry::with_config(clock.clone(), Config::default().max_locks(1));
+    let reg = LockRegistry::with_config(clock.clone(), Config::default().with_max_locks(1));
     reg.try_lock("job", "a", ms(100)).unwrap().unwrap().detach();
     let mut waiter = wait_for(&reg, "job", "b", SEC, SEC);
     clock.set(Timestamp::from_millis(100));
@@ -133,12 +133,12 @@ fn a_lapsed_lease_with_a_waiter_keeps_its_room_on_a_full_registry() {
 #[test]
 fn zero_wait_behaves_exactly_like_try_lock() {
     let (reg, _) = manual_registry();
-    let holder = Probe::new(reg.acquire("job", "a", SEC, Duration::ZERO))
+    let holder = Probe::new(reg.acquire("job", "a", SEC).timeout(Duration::ZERO))
         .ready()
         .unwrap()
         .unwrap();
     assert!(
-        Probe::new(reg.acquire("job", "b", SEC, Duration::ZERO))
+        Probe::new(reg.acquire("job", "b", SEC).timeout(Duration::ZERO))
             .ready()
             .unwrap()
             .is_none()
@@ -147,7 +147,7 @@ fn zero_wait_behaves_exactly_like_try_lock() {
     assert_eq!(reg.waiters(), 0);
     drop(holder);
     assert!(
-        Probe::new(reg.acquire("job", "b", SEC, Duration::ZERO))
+        Probe::new(reg.acquire("job", "b", SEC).timeout(Duration::ZERO))
             .ready()
             .unwrap()
             .is_some()
@@ -252,7 +252,7 @@ fn try_lock_cannot_barge_after_a_release() {
     // The waiter has not been polled since, yet the lease is already its own.
     assert!(reg.try_lock("job", "c", SEC).unwrap().is_none());
     assert!(
-        Probe::new(reg.acquire("job", "c", SEC, Duration::ZERO))
+        Probe::new(reg.acquire("job", "c", SEC).timeout(Duration::ZERO))
             .ready()
             .unwrap()
             .is_none()

@@ -108,7 +108,8 @@ async fn main() {
                 "wants invoice/1001: busy, so it waits up to 1 s",
             );
             let lock = registry
-                .acquire("invoice/1001", "worker-2", LEASE, Duration::from_secs(1))
+                .acquire("invoice/1001", "worker-2", LEASE)
+                .timeout(Duration::from_secs(1))
                 .await
                 .unwrap()
                 .expect("granted when worker-1's lease lapses");

@@ -27,7 +27,7 @@
 //!     // Meanwhile another caller waits up to 1 s for the same name, without polling:
 //!     // it is handed the lease the moment the task's handle is dropped.
 //!     tokio::time::sleep(Duration::from_millis(5)).await;
-//!     let waited = registry.acquire("nightly-report", "task-2", Duration::from_secs(30), Duration::from_secs(1));
+//!     let waited = registry.acquire("nightly-report", "task-2", Duration::from_secs(30)).timeout(Duration::from_secs(1));
 //!     let lock = waited.await?.expect("handed over within the second");
 //!     let first = task.await.unwrap()?;
 //!     assert!(lock.token() > first, "the new holder carries a larger fencing token");

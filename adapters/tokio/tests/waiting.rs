@@ -23,7 +23,8 @@ async fn waiter_is_granted_exactly_when_the_lease_lapses() {
         .detach();
     let start = Instant::now();
     let lock = registry
-        .acquire("job", "b", Duration::from_secs(1), Duration::from_secs(5))
+        .acquire("job", "b", Duration::from_secs(1))
+        .timeout(Duration::from_secs(5))
         .await
         .unwrap()
         .expect("granted at the lapse");
@@ -40,12 +41,8 @@ async fn wait_elapses_on_tokio_time() {
         .unwrap();
     let start = Instant::now();
     let got = registry
-        .acquire(
-            "job",
-            "b",
-            Duration::from_secs(1),
-            Duration::from_millis(300),
-        )
+        .acquire("job", "b", Duration::from_secs(1))
+        .timeout(Duration::from_millis(300))
         .await
         .unwrap();
     assert!(got.is_none());
@@ -60,8 +57,9 @@ async fn a_spawned_waiter_is_handed_the_lease_on_release() {
         .try_lock("job", "a", Duration::from_secs(60))
         .unwrap()
         .unwrap();
-    let waiting: Acquire<TokioClock> =
-        registry.acquire("job", "b", Duration::from_secs(1), Duration::from_secs(10));
+    let waiting: Acquire<TokioClock> = registry
+        .acquire("job", "b", Duration::from_secs(1))
+        .timeout(Duration::from_secs(10));
     assert_send_static(&waiting);
     let task = tokio::spawn(waiting);
     tokio::time::sleep(Duration::from_millis(40)).await;
@@ -86,7 +84,8 @@ async fn stress(tasks: usize, rounds: usize, hold: Duration, wait: Duration) -> 
             for round in 0..rounds {
                 let n = (t + round) % NAMES.len();
                 let acquired = registry
-                    .acquire(NAMES[n], &owner, Duration::from_secs(30), wait)
+                    .acquire(NAMES[n], &owner, Duration::from_secs(30))
+                    .timeout(wait)
                     .await
                     .unwrap();
                 match acquired {
