@@ -10,6 +10,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
+use crate::sync::Mutex;
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
 
@@ -45,7 +46,7 @@ pub struct ManualClock {
 struct Inner {
     nanos: AtomicU64,
     next_sleep_id: AtomicU64,
-    sleepers: spin::Mutex<Vec<Sleeper>>,
+    sleepers: Mutex<Vec<Sleeper>>,
 }
 
 /// A pending [`ManualSleep`] that has been polled: when it ends and whom to wake.

@@ -16,7 +16,7 @@ use hashbrown::{HashMap, HashTable, hash_table};
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text};
 use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText};
-use crate::time::Timestamp;
+use crate::time::{Timestamp, live};
 
 /// The table and the wait queues, guarded together by the registry's mutex.
 pub(crate) struct State {
@@ -288,7 +288,7 @@ impl State {
         if self.waiters[&id].granted.is_some() {
             return self.collect(id);
         }
-        if now >= wait_deadline {
+        if !live(wait_deadline, now) {
             self.leave_queue(id, hash, &name, later);
             return Standing::TimedOut;
         }
@@ -368,6 +368,7 @@ impl State {
         let Ok(mut entry) = self.queues.find_entry(hash, |q| &*q.name == name) else {
             return false;
         };
+        let now = self.table.clamp(now);
         if self.table.live_deadline(hash, name, now).is_some() {
             return true;
         }

@@ -13,8 +13,11 @@ use crate::config::Config;
 use crate::error::{LockError, preview};
 use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
 use crate::padded::CachePadded;
-use crate::time::Timestamp;
+use crate::time::{Timestamp, live};
 use crate::validate::{check_name, check_request, check_ttl};
+
+/// The deadline of a slot ended early (kept for a waiter): lapsed at every reading.
+const LAPSED: Timestamp = Timestamp::ZERO;
 
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
 const MIN_SWEEP_LEN: usize = 16;
@@ -37,9 +40,10 @@ impl Slot {
 /// The named-lock contract as a sans-IO state machine: no clock, no lock, no background task.
 ///
 /// Every method that depends on time takes `now`. The table remembers the latest `now` it
-/// was given and clamps earlier readings to it, so its notion of time never moves
-/// backwards. A lease is live while `now < deadline`; at the deadline it lapses silently
-/// and the name is free again. Lapsed entries are reclaimed lazily: in place when their
+/// was given (by a call it did not refuse) and clamps earlier readings to it, so its notion
+/// of time never moves backwards. A lease is live while `now < deadline`; at the deadline it
+/// lapses silently and the name is free again. A deadline of [`Timestamp::MAX`] (where
+/// `now + ttl` saturates) never lapses, so even a reading of `MAX` grants a live lease. Lapsed entries are reclaimed lazily: in place when their
 /// name is locked again, when their holder releases them, and by an amortised sweep each
 /// time the table has doubled since the last one (or when [`Config::max_locks`] is reached),
 /// so memory stays proportional to live leases.
@@ -215,16 +219,22 @@ impl LockTable {
         ttl: Duration,
         now: Timestamp,
     ) -> Grant<S> {
-        let now = self.observe(now);
+        // Clamped, but remembered only once the request passed its checks: a refused request
+        // changes nothing, not even the table's notion of now.
+        let now = self.clamp(now);
         let found = self
             .entries
             .find_mut(hash, |e| text_has_name(&e.text, source.name()));
-        if found.as_ref().is_some_and(|e| e.deadline > now) {
+        if found.as_ref().is_some_and(|e| live(e.deadline, now)) {
+            self.latest = now;
             return Grant::Busy(source);
         }
         if let Err(err) = source.check_before_grant(&self.config) {
             return Grant::Refused(err, source);
         }
+        self.latest = now;
+        // Never lapsed on grant: `ttl` is not zero, and a deadline that saturates at `MAX`
+        // never lapses.
         let deadline = now.saturating_add(ttl);
         match found {
             // The previous lease lapsed: reuse its slot.
@@ -318,7 +328,7 @@ impl LockTable {
             .entries
             .find_mut(lease.hash, |e| e.token == lease.token)
         {
-            Some(entry) if entry.deadline > now => {
+            Some(entry) if live(entry.deadline, now) => {
                 let deadline = now.saturating_add(ttl);
                 entry.deadline = deadline;
                 lease.deadline = deadline;
@@ -356,7 +366,7 @@ impl LockTable {
             Ok(entry) => {
                 let (entry, _) = entry.remove();
                 self.forget_entries(1);
-                (entry.deadline > now, Some(entry.text))
+                (live(entry.deadline, now), Some(entry.text))
             }
             Err(_) => (false, None),
         }
@@ -371,9 +381,10 @@ impl LockTable {
             .entries
             .find_mut(lease.hash, |e| e.token == lease.token)
         {
-            Some(slot) if slot.deadline > now => {
-                slot.deadline = now;
-                self.earliest_deadline = self.earliest_deadline.min(now);
+            Some(slot) if live(slot.deadline, now) => {
+                // Lapsed at every reading (`now` itself would not do at `Timestamp::MAX`).
+                slot.deadline = LAPSED;
+                self.earliest_deadline = LAPSED;
                 true
             }
             _ => false,
@@ -385,7 +396,7 @@ impl LockTable {
         let now = self.observe(now);
         self.entries
             .find(lease.hash, |e| e.token == lease.token)
-            .is_some_and(|e| e.deadline > now)
+            .is_some_and(|e| live(e.deadline, now))
     }
 
     /// The live lease on `name`, or `None` when the name is free, its lease lapsed, or the
@@ -404,7 +415,7 @@ impl LockTable {
     ) -> Option<LeaseInfo> {
         let now = self.observe(now);
         let entry = self.entries.find(hash, |e| text_has_name(&e.text, name))?;
-        (entry.deadline > now)
+        live(entry.deadline, now)
             .then(|| LeaseInfo::new(&entry.text, name.len(), hash, entry.token, entry.deadline))
     }
 
@@ -418,7 +429,7 @@ impl LockTable {
             let mut earliest = Timestamp::MAX;
             let (pins, hasher) = (&self.pins, &self.hasher);
             self.entries.retain(|e| {
-                if e.deadline > now {
+                if live(e.deadline, now) {
                     earliest = earliest.min(e.deadline);
                     return true;
                 }
@@ -460,16 +471,20 @@ impl LockTable {
         self.entries
             .find(hash, |e| text_has_name(&e.text, name))
             .map(|e| e.deadline)
-            .filter(|&deadline| deadline > now)
+            .filter(|&deadline| live(deadline, now))
     }
 
     /// Clamps `now` to the latest reading seen, and remembers it.
     #[inline]
     pub(crate) fn observe(&mut self, now: Timestamp) -> Timestamp {
-        if now > self.latest {
-            self.latest = now;
-        }
+        self.latest = self.clamp(now);
         self.latest
+    }
+
+    /// Clamps `now` to the latest reading seen, without remembering it.
+    #[inline]
+    pub(crate) fn clamp(&self, now: Timestamp) -> Timestamp {
+        now.max(self.latest)
     }
 }
 
