@@ -63,6 +63,7 @@ mod table;
 mod time;
 mod timer;
 mod validate;
+mod wake;
 
 pub use acquire::Acquire;
 pub use config::Config;

@@ -550,9 +550,19 @@ pub(crate) struct OwnedText {
     pub(crate) name_len: usize,
 }
 
+impl OwnedText {
+    /// No text: what a waiter keeps while the table holds its text.
+    pub(crate) fn empty() -> Self {
+        OwnedText {
+            text: Box::default(),
+            name_len: 0,
+        }
+    }
+}
+
 impl LeaseSource for OwnedText {
     fn name(&self) -> &str {
-        &self.text[..self.name_len]
+        self.text.get(..self.name_len).unwrap_or_default()
     }
 
     fn into_text(self) -> Box<str> {
