@@ -31,7 +31,7 @@ use hashbrown::{HashMap, HashTable, hash_table};
 
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text};
-use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText};
+use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText, shrink_if_sparse};
 use crate::time::{Timestamp, live};
 use crate::wake::wake_all;
 
@@ -379,9 +379,7 @@ impl State {
             // name may be someone else's by now): the hand-off is lost.
             if !live(wait_deadline, now) {
                 later.discard(Some(waker));
-                if let Some(waiter) = self.waiters.remove(&id) {
-                    later.discard(waiter.waker);
-                }
+                remove_waiter(&mut self.waiters, id, later);
                 // Frees its slot, or hands it to the next waiter.
                 self.release(&lease, now, later);
                 return Standing::TimedOut;
@@ -438,9 +436,7 @@ impl State {
     /// Removes granted waiter `id` (its grant taken out already as `lease`) and returns the
     /// grant.
     fn collect(&mut self, id: u64, lease: LeaseInfo, later: &mut Deferred) -> Standing {
-        if let Some(waiter) = self.waiters.remove(&id) {
-            later.discard(waiter.waker);
-        }
+        remove_waiter(&mut self.waiters, id, later);
         Standing::Granted(lease)
     }
 
@@ -453,9 +449,7 @@ impl State {
         };
         match granted {
             Some(lease) => {
-                if let Some(waiter) = self.waiters.remove(&id) {
-                    later.discard(waiter.waker);
-                }
+                remove_waiter(&mut self.waiters, id, later);
                 self.release(&lease, now, later);
             }
             None => self.leave(id, later),
@@ -474,20 +468,17 @@ impl State {
             .find_entry(hash, |q| *q.name == *waiter.request.name());
         let Ok(mut entry) = entry else {
             // Not expected: a queued waiter's name has a queue.
-            if let Some(waiter) = self.waiters.remove(&id) {
-                later.discard(waiter.waker);
-            }
+            remove_waiter(&mut self.waiters, id, later);
             return;
         };
         let queue = entry.get_mut();
         let was_head = queue.head(&self.waiters) == Some(id);
-        if let Some(waiter) = self.waiters.remove(&id) {
-            later.discard(waiter.waker);
-        }
+        remove_waiter(&mut self.waiters, id, later);
         queue.queued = queue.queued.saturating_sub(1);
         match queue.head(&self.waiters) {
             None => {
-                entry.remove();
+                let (_, vacant) = entry.remove();
+                shrink_if_sparse(vacant.into_table(), |q| q.hash);
                 self.table.unpin(hash);
             }
             Some(head) => {
@@ -508,6 +499,17 @@ impl State {
             Ok(queue) => settle_queue(&mut self.table, &mut self.waiters, queue, now, later),
             Err(_) => false,
         }
+    }
+}
+
+/// Removes waiter `id` from the map (not from its queue), its waker to be dropped later;
+/// gives back the map's room once it is mostly empty.
+fn remove_waiter(waiters: &mut HashMap<u64, Waiter>, id: u64, later: &mut Deferred) {
+    if let Some(waiter) = waiters.remove(&id) {
+        later.discard(waiter.waker);
+    }
+    if waiters.capacity() > 4 * waiters.len().max(4) {
+        waiters.shrink_to(waiters.len());
     }
 }
 
@@ -544,7 +546,8 @@ fn settle_queue(
             match queue.head(waiters) {
                 Some(next) => later.wake(waiters.get_mut(&next).and_then(|w| w.waker.take())),
                 None => {
-                    entry.remove();
+                    let (_, vacant) = entry.remove();
+                    shrink_if_sparse(vacant.into_table(), |q| q.hash);
                     table.unpin(hash);
                 }
             }

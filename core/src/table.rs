@@ -85,6 +85,9 @@ pub struct LockTable {
     next_token: u64,
     /// The entry count at which the next amortised sweep runs.
     sweep_at: usize,
+    /// Operations left before the next amortised sweep check: lookups and removals sweep
+    /// too, not only inserts, so that lapsed entries go even when no new name comes.
+    ops_until_sweep: usize,
     /// No entry's deadline is earlier than this (exact after a sweep, a lower bound otherwise).
     earliest_deadline: Timestamp,
     /// The counters shared with the other shards of a registry, if this table is one.
@@ -113,6 +116,7 @@ impl LockTable {
             latest: Timestamp::ZERO,
             next_token: 1,
             sweep_at: MIN_SWEEP_LEN,
+            ops_until_sweep: MIN_SWEEP_LEN,
             earliest_deadline: Timestamp::MAX,
             pool: None,
             pins: HashTable::new(),
@@ -134,11 +138,12 @@ impl LockTable {
     /// Undoes one [`pin`](Self::pin). The slot may be lapsed: the next sweep may take it.
     pub(crate) fn unpin(&mut self, hash: u64) {
         if let Ok(mut pin) = self.pins.find_entry(hash, |p| p.0 == hash) {
-            pin.get_mut().1 -= 1;
+            pin.get_mut().1 = pin.get().1.saturating_sub(1);
             if pin.get().1 == 0 {
                 pin.remove();
                 // Its slot may be lapsed; let the next capacity check sweep it.
                 self.earliest_deadline = self.earliest_deadline.min(self.latest);
+                shrink_if_sparse(&mut self.pins, |p| p.0);
             }
         }
     }
@@ -227,6 +232,7 @@ impl LockTable {
             .find_mut(hash, |e| text_has_name(&e.text, source.name()));
         if found.as_ref().is_some_and(|e| live(e.deadline, now)) {
             self.latest = now;
+            self.tick(now);
             return Grant::Busy(source);
         }
         if let Err(err) = source.check_before_grant(&self.config) {
@@ -248,6 +254,7 @@ impl LockTable {
                 };
                 let lease = LeaseInfo::new(&slot.text, name_len, hash, token, deadline);
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
+                self.tick(now);
                 Grant::Granted(lease)
             }
             None => {
@@ -333,6 +340,7 @@ impl LockTable {
                 entry.deadline = deadline;
                 lease.deadline = deadline;
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
+                self.tick(now);
                 Ok(())
             }
             _ => Err(LockError::Expired {
@@ -366,9 +374,15 @@ impl LockTable {
             Ok(entry) => {
                 let (entry, _) = entry.remove();
                 self.forget_entries(1);
+                let hasher = &self.hasher;
+                shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
+                self.tick(now);
                 (live(entry.deadline, now), Some(entry.text))
             }
-            Err(_) => (false, None),
+            Err(_) => {
+                self.tick(now);
+                (false, None)
+            }
         }
     }
 
@@ -394,9 +408,10 @@ impl LockTable {
     /// Whether the lease is still live at `now`.
     pub fn is_held(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
         let now = self.observe(now);
-        self.entries
-            .find(lease.hash, |e| e.token == lease.token)
-            .is_some_and(|e| live(e.deadline, now))
+        let held = (self.entries.find(lease.hash, |e| e.token == lease.token))
+            .is_some_and(|e| live(e.deadline, now));
+        self.tick(now);
+        held
     }
 
     /// The live lease on `name`, or `None` when the name is free, its lease lapsed, or the
@@ -414,9 +429,11 @@ impl LockTable {
         now: Timestamp,
     ) -> Option<LeaseInfo> {
         let now = self.observe(now);
-        let entry = self.entries.find(hash, |e| text_has_name(&e.text, name))?;
-        live(entry.deadline, now)
-            .then(|| LeaseInfo::new(&entry.text, name.len(), hash, entry.token, entry.deadline))
+        let holder = (self.entries.find(hash, |e| text_has_name(&e.text, name)))
+            .filter(|e| live(e.deadline, now))
+            .map(|e| LeaseInfo::new(&e.text, name.len(), hash, e.token, e.deadline));
+        self.tick(now);
+        holder
     }
 
     /// Reclaims every lapsed entry now and returns how many there were. Never needed for
@@ -444,11 +461,26 @@ impl LockTable {
         let len = self.entries.len();
         self.forget_entries(before - len);
         self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
-        if self.entries.capacity() > 4 * self.sweep_at {
-            let hasher = &self.hasher;
-            self.entries.shrink_to(self.sweep_at, |e| e.hash(hasher));
-        }
+        self.ops_until_sweep = MIN_SWEEP_LEN.max(len / 4);
+        let hasher = &self.hasher;
+        shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
         before - len
+    }
+
+    /// Counts one operation towards the next amortised sweep, and sweeps when it is due and
+    /// a lease may have lapsed: a sweep of `n` entries every `n / 4` operations at most, so
+    /// O(1) amortised, and lapsed entries go even when no new name is inserted.
+    #[inline]
+    fn tick(&mut self, now: Timestamp) {
+        match self.ops_until_sweep.checked_sub(1) {
+            Some(left) if left > 0 => self.ops_until_sweep = left,
+            _ => {
+                self.ops_until_sweep = MIN_SWEEP_LEN.max(self.entries.len() / 4);
+                if now >= self.earliest_deadline {
+                    self.sweep(now);
+                }
+            }
+        }
     }
 
     /// How many entries the table stores: every live lease plus lapsed ones not yet reclaimed.
@@ -485,6 +517,15 @@ impl LockTable {
     #[inline]
     pub(crate) fn clamp(&self, now: Timestamp) -> Timestamp {
         now.max(self.latest)
+    }
+}
+
+/// Gives back the room of a hash table that is mostly empty: when its capacity is over four
+/// times its length (and over a small floor), down to its length. Amortised O(1): a table
+/// shrinks only after losing most of its entries since it last grew or shrank.
+pub(crate) fn shrink_if_sparse<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
+    if table.capacity() > 4 * table.len().max(MIN_SWEEP_LEN) {
+        table.shrink_to(table.len(), hash);
     }
 }
 
