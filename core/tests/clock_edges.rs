@@ -160,3 +160,26 @@ fn refused_calls_do_not_advance_the_table_clock() {
     assert!(table.try_lock("a", "a", Duration::ZERO, t200).is_err());
     assert_eq!(table.latest_now(), Timestamp::ZERO);
 }
+
+#[test]
+fn acquire_at_max_reading_waits_for_a_hand_off_and_gets_a_live_lease() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    let clock = ManualClock::new();
+    let registry = LockRegistry::new(clock.clone());
+    clock.set(Timestamp::MAX);
+    let holder = registry.try_lock("job", "a", SECOND).unwrap().unwrap();
+    let mut waiting = Box::pin(registry.acquire("job", "b", SECOND, SECOND));
+    let mut cx = Context::from_waker(Waker::noop());
+    // Its wait deadline saturates at MAX: it never elapses, and nothing is timed.
+    assert!(waiting.as_mut().poll(&mut cx).is_pending());
+    assert!(waiting.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(clock.pending_sleeps(), 0);
+    assert!(registry.try_lock("job", "c", SECOND).unwrap().is_none());
+    holder.release();
+    let Poll::Ready(Ok(Some(lock))) = waiting.as_mut().poll(&mut cx) else {
+        panic!("not handed the lease");
+    };
+    assert!(lock.is_held());
+    assert!(registry.try_lock("job", "c", SECOND).unwrap().is_none());
+}
