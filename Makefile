@@ -25,7 +25,7 @@ test-native:
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
 nostd:
-	$(CARGO) build -p alkstore-mem --target wasm32v1-none
+	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features
 	$(CARGO) check -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
 
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)

@@ -126,8 +126,10 @@ impl<C: Timer> Future for Acquire<C> {
                 }
                 Phase::Queued { id, wait_deadline } => {
                     this.phase = Phase::Queued { id, wait_deadline };
+                    // Cloned before the shard's mutex: cloning a waker runs user code.
+                    let waker = cx.waker().clone();
                     this.shard().with_state(|state, now, later| {
-                        state.poll_waiter(id, wait_deadline, now, cx.waker(), later)
+                        state.poll_waiter(id, wait_deadline, now, waker, later)
                     })
                 }
                 Phase::Done => panic!("`Acquire` polled after it resolved"),

@@ -15,7 +15,9 @@
 //! drives it in tests; the `alkstore-mem-tokio` and `alkstore-mem-web` adapters bind tokio's
 //! and the browser's time.
 //!
-//! The crate is `#![no_std]` and needs only `alloc`.
+//! The crate is `#![no_std]` and needs only `alloc`. Its default `std` feature only swaps the
+//! spin locks for `std::sync::Mutex`; build with `default-features = false` where there is no
+//! std (such as `wasm32v1-none`).
 //!
 //! # Example
 //! ```
@@ -45,7 +47,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 extern crate alloc;
-#[cfg(test)]
+#[cfg(any(test, feature = "std"))]
 extern crate std;
 
 mod acquire;
@@ -59,10 +61,12 @@ mod padded;
 mod registry;
 mod snapshot;
 mod state;
+mod sync;
 mod table;
 mod time;
 mod timer;
 mod validate;
+mod wake;
 mod with_lock;
 
 pub use acquire::Acquire;

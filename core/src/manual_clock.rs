@@ -1,8 +1,8 @@
 //! [`ManualClock`]: a clock that moves only when told to, for deterministic tests, and its
 //! [`ManualSleep`] futures.
 
+use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
@@ -10,8 +10,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
+use crate::sync::Mutex;
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
+use crate::wake::wake_all;
 
 /// A clock that stands still until [`set`](ManualClock::set) or
 /// [`advance`](ManualClock::advance) moves it.
@@ -45,14 +47,9 @@ pub struct ManualClock {
 struct Inner {
     nanos: AtomicU64,
     next_sleep_id: AtomicU64,
-    sleepers: spin::Mutex<Vec<Sleeper>>,
-}
-
-/// A pending [`ManualSleep`] that has been polled: when it ends and whom to wake.
-struct Sleeper {
-    id: u64,
-    deadline: Timestamp,
-    waker: Waker,
+    /// The pending [`ManualSleep`]s that have been polled, by deadline and id, with whom to
+    /// wake. No waker is cloned, woken or dropped while this mutex is held.
+    sleepers: Mutex<BTreeMap<(Timestamp, u64), Waker>>,
 }
 
 impl ManualClock {
@@ -87,24 +84,29 @@ impl ManualClock {
 
     /// The earliest deadline among the pending sleeps: where a test might move the clock next.
     pub fn next_sleep_deadline(&self) -> Option<Timestamp> {
-        self.inner.sleepers.lock().iter().map(|s| s.deadline).min()
+        let sleepers = self.inner.sleepers.lock();
+        sleepers.first_key_value().map(|(key, _)| key.0)
     }
 
     fn wake_due(&self) {
         let now = self.now();
-        let mut due = Vec::new();
-        self.inner.sleepers.lock().retain(|s| {
-            if s.deadline <= now {
-                due.push(s.waker.clone());
-                false
-            } else {
-                true
+        let due = {
+            let mut sleepers = self.inner.sleepers.lock();
+            match now.as_nanos().checked_add(1) {
+                Some(after) => {
+                    let later = sleepers.split_off(&(Timestamp::from_nanos(after), 0));
+                    core::mem::replace(&mut *sleepers, later)
+                }
+                None => core::mem::take(&mut *sleepers),
             }
-        });
+        };
         // Wake outside the lock: a waker may poll right away, on this thread.
-        for waker in due {
-            waker.wake();
-        }
+        wake_all(due.into_values());
+    }
+
+    /// Forgets sleep `key`, handing back its waker to be dropped outside the lock.
+    fn forget(&self, key: (Timestamp, u64)) -> Option<Waker> {
+        self.inner.sleepers.lock().remove(&key)
     }
 }
 
@@ -156,28 +158,36 @@ impl Future for ManualSleep {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        let mut sleepers = this.clock.inner.sleepers.lock();
-        // Reading the time under the lock pairs with `wake_due`, which stores the time
-        // before it takes the lock: either we see the new time, or it sees our waker.
+        let key = (this.deadline, this.id);
         if this.clock.now() >= this.deadline {
-            sleepers.retain(|s| s.id != this.id);
+            drop(this.clock.forget(key));
             return Poll::Ready(());
         }
-        match sleepers.iter_mut().find(|s| s.id == this.id) {
-            Some(s) => s.waker.clone_from(cx.waker()),
-            None => sleepers.push(Sleeper {
-                id: this.id,
-                deadline: this.deadline,
-                waker: cx.waker().clone(),
-            }),
+        // Cloned before the lock, and the waker it replaces dropped after it: both run
+        // user code.
+        let mut waker = Some(cx.waker().clone());
+        let (ready, replaced) = {
+            let mut sleepers = this.clock.inner.sleepers.lock();
+            // Reading the time under the lock pairs with `wake_due`, which stores the time
+            // before it takes the lock: either we see the new time, or it sees our waker.
+            if this.clock.now() >= this.deadline {
+                (true, sleepers.remove(&key))
+            } else {
+                (false, waker.take().and_then(|w| sleepers.insert(key, w)))
+            }
+        };
+        drop((replaced, waker));
+        if ready {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
         }
-        Poll::Pending
     }
 }
 
 impl Drop for ManualSleep {
     fn drop(&mut self) {
-        self.clock.inner.sleepers.lock().retain(|s| s.id != self.id);
+        drop(self.clock.forget((self.deadline, self.id)));
     }
 }
 
@@ -194,6 +204,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::task::Wake;
+    use std::vec::Vec;
 
     struct CountingWaker(AtomicUsize);
     impl Wake for CountingWaker {

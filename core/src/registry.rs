@@ -3,6 +3,7 @@
 use alloc::sync::Arc;
 use core::fmt;
 use core::hash::BuildHasher;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
 use hashbrown::DefaultHashBuilder;
@@ -14,6 +15,7 @@ use crate::lease::LeaseInfo;
 use crate::padded::CachePadded;
 use crate::snapshot::Snapshot;
 use crate::state::{Deferred, Request, State};
+use crate::sync::Mutex;
 use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
@@ -22,8 +24,8 @@ use crate::validate::{check_name, check_request, quick_check};
 /// A shared registry of named exclusive locks with TTL leases.
 ///
 /// Cheap to clone (clones share one registry) and `Send + Sync` when the clock is. Names are
-/// spread by hash over a few shards (one on single-threaded wasm); in each, a `spin::Mutex`
-/// guards a [`LockTable`](crate::LockTable) and the queues of waiting
+/// spread by hash over a few shards (one on single-threaded wasm); in each, a mutex (a parking
+/// `std::sync::Mutex` with the default `std` feature, a spin lock without it) guards a [`LockTable`](crate::LockTable) and the queues of waiting
 /// [`acquire`](Self::acquire) calls. Fencing tokens come from one counter shared by all
 /// shards, and `max_locks` counts the leases of all shards. Every operation reads the clock
 /// exactly once, before taking a mutex, and passes the reading in. Nothing runs in the
@@ -74,6 +76,25 @@ pub(crate) struct Common<C> {
     config: Config,
     /// The tables' hasher, so that names are hashed (and sharded) before any mutex is taken.
     hasher: DefaultHashBuilder,
+    /// The latest reading any shard's table has accepted (nanoseconds): the registry's notion
+    /// of now never moves back below it, whichever name an operation is on.
+    floor: AtomicU64,
+}
+
+impl<C> Common<C> {
+    /// `reading` clamped to the registry-wide floor.
+    #[inline]
+    fn clamp(&self, reading: Timestamp) -> Timestamp {
+        reading.max(Timestamp::from_nanos(self.floor.load(Ordering::Acquire)))
+    }
+
+    /// Raises the floor to a reading a table has accepted.
+    #[inline]
+    fn raise_floor(&self, latest: Timestamp) {
+        if latest.as_nanos() > self.floor.load(Ordering::Relaxed) {
+            self.floor.fetch_max(latest.as_nanos(), Ordering::AcqRel);
+        }
+    }
 }
 
 /// One shard: a [`LockTable`] and its wait queues behind a mutex. Handles and waiting
@@ -82,36 +103,51 @@ pub(crate) struct Common<C> {
 pub(crate) struct Shard<C> {
     pub(crate) common: Arc<Common<C>>,
     /// On a cache line of its own, away from the `Arc` counts.
-    state: CachePadded<spin::Mutex<State>>,
+    state: CachePadded<Mutex<State>>,
 }
 
 impl<C: Clock> Shard<C> {
-    /// Runs `f` on the state with one clock reading taken before the mutex, then does the
-    /// work `f` deferred (waking waiters, freeing text) after the mutex is released.
+    /// Runs `f` on the state with one clock reading taken before the mutex (clamped to the
+    /// registry's floor), raises the floor to what the table accepted, then does the work `f`
+    /// deferred (waking waiters, dropping wakers, freeing text) after the mutex is released.
+    #[inline]
     pub(crate) fn with_state<R>(
         &self,
         f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
     ) -> R {
-        let now = self.common.clock.now();
-        let mut later = Deferred::default();
-        let result = f(&mut self.state.lock(), now, &mut later);
-        later.run();
-        result
+        self.with_state_at(self.common.clock.now(), f)
     }
 }
 
 impl<C> Shard<C> {
+    /// [`with_state`](Self::with_state) with the clock's `reading` taken by the caller.
+    /// Needs no `C: Clock` bound, which is what lets `Lock`'s drop use it.
+    #[inline]
+    fn with_state_at<R>(
+        &self,
+        reading: Timestamp,
+        f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
+    ) -> R {
+        let now = self.common.clamp(reading);
+        let mut later = Deferred::default();
+        let result = {
+            let mut state = self.state.lock();
+            let result = f(&mut state, now, &mut later);
+            // A refused call leaves the table's latest reading, and so the floor, as it was.
+            self.common.raise_floor(state.table.latest_now());
+            result
+        };
+        later.run();
+        result
+    }
+
     /// [`with_state`](Self::with_state) without a `C: Clock` bound: the clock is read
     /// through the function pointer kept for that (only `Lock`'s drop needs this).
     fn with_state_unbound<R>(
         &self,
         f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
     ) -> R {
-        let now = (self.common.read)(&self.common.clock);
-        let mut later = Deferred::default();
-        let result = f(&mut self.state.lock(), now, &mut later);
-        later.run();
-        result
+        self.with_state_at((self.common.read)(&self.common.clock), f)
     }
 }
 
@@ -179,13 +215,14 @@ impl<C: Clock> LockRegistry<C> {
             read: C::now,
             config,
             hasher: hasher.clone(),
+            floor: AtomicU64::new(0),
         });
         let pool = Arc::new(Pool::default());
         let shards = core::array::from_fn(|_| {
             let table = LockTable::shard(config, hasher.clone(), Arc::clone(&pool));
             Arc::new(Shard {
                 common: Arc::clone(&common),
-                state: CachePadded(spin::Mutex::new(State::new(table))),
+                state: CachePadded(Mutex::new(State::new(table))),
             })
         });
         LockRegistry {

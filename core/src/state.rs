@@ -1,9 +1,25 @@
 //! [`State`]: what a registry guards with its mutex: the lease table and the queues of
 //! waiting `acquire` calls, with the hand-off rules that keep waiters first in line.
 //!
-//! Rules: waiters on a name are served in arrival order. Whenever an operation finds a name
-//! with waiters and no live lease (after a release, or once the lease lapsed), it grants
-//! the lease to the head waiter on the spot, so nobody can barge ahead of the queue.
+//! # The queue rules
+//! - Waiters on a name are served in arrival order. Whenever an operation finds a name with
+//!   waiters and no live lease (after a release, or once the lease lapsed), it grants the
+//!   lease to the head waiter on the spot, so nobody can barge ahead of the queue; a name
+//!   with waiters is busy for every newcomer.
+//! - A waiter handed the lease leaves the queue and keeps the grant until its future is
+//!   polled. Should the lease have lapsed by then, the hand-off is lost: the waiter goes back
+//!   to the head of its name's queue (or, if its own wait has elapsed, resolves to `None`).
+//!   An `acquire` never returns a lapsed lease.
+//! - Waiters live in a map by id; each name's queue is a deque of ids in arrival order. A
+//!   waiter that leaves (cancelled, timed out) is removed from the map only: its id stays in
+//!   the deque as a tombstone, skipped when it reaches the front, and the deque is compacted
+//!   once tombstones outnumber the waiters. Leaving is O(1) amortised.
+//! - No user code runs under the mutex: a caller's waker is cloned before the mutex is
+//!   taken, and every waker to wake or to drop (a replaced one, a removed waiter's) is moved
+//!   into [`Deferred`], woken or dropped after the mutex is released. The state is complete
+//!   before any of it runs, so a waker that panics, or calls back into the registry, finds
+//!   it consistent. (A woken waiter's stored waker is taken, not cloned: its next poll stores
+//!   a new one.)
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
@@ -16,26 +32,60 @@ use hashbrown::{HashMap, HashTable, hash_table};
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text};
 use crate::snapshot::{Snapshot, Waiting};
-use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText};
-use crate::time::Timestamp;
+use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText, shrink_if_sparse};
+use crate::time::{Timestamp, live};
+use crate::wake::wake_all;
 
 /// The table and the wait queues, guarded together by the registry's mutex.
 pub(crate) struct State {
     pub(crate) table: LockTable,
-    /// The queue of each name that has waiters; a queue is removed when it empties.
+    /// The queue of each name that has waiters; a queue is removed when its last waiter
+    /// leaves it.
     queues: HashTable<Queue>,
-    /// Every queued waiter, by id.
+    /// Every `acquire` that waits or holds an uncollected grant, by id.
     waiters: HashMap<u64, Waiter>,
     next_waiter_id: u64,
 }
 
+/// The waiters of one name, in arrival order.
 struct Queue {
     hash: u64,
     name: Box<str>,
+    /// Ids in arrival order; an id whose waiter left (or was granted) is a tombstone.
     ids: VecDeque<u64>,
+    /// How many ids of `ids` are queued waiters (the rest are tombstones); never zero.
+    queued: usize,
 }
 
-/// One queued `acquire`: what to grant it, whom to wake, and the grant once made.
+impl Queue {
+    /// The first queued waiter, dropping the tombstones ahead of it.
+    fn head(&mut self, waiters: &HashMap<u64, Waiter>) -> Option<u64> {
+        while let Some(&id) = self.ids.front() {
+            if is_queued(waiters, id) {
+                return Some(id);
+            }
+            self.ids.pop_front();
+        }
+        None
+    }
+
+    /// Drops the tombstones once they outnumber the waiters, and gives back spare room.
+    fn compact(&mut self, waiters: &HashMap<u64, Waiter>) {
+        if self.ids.len() > 2 * self.queued + 8 {
+            self.ids.retain(|&id| is_queued(waiters, id));
+        }
+        if self.ids.capacity() > 4 * self.ids.len().max(8) {
+            self.ids.shrink_to(self.ids.len());
+        }
+    }
+}
+
+/// Whether `id` is a waiter still in line (not gone, not granted).
+fn is_queued(waiters: &HashMap<u64, Waiter>, id: u64) -> bool {
+    waiters.get(&id).is_some_and(|w| w.granted.is_none())
+}
+
+/// One `acquire` in line: what to grant it, whom to wake, and the grant once made.
 struct Waiter {
     /// What it asked for; its text moves to the table on the grant.
     request: Request,
@@ -65,7 +115,7 @@ impl Request {
     }
 
     pub(crate) fn name(&self) -> &str {
-        &self.text.text[..self.text.name_len]
+        self.text.name()
     }
 
     /// The name's hash in the registry's tables.
@@ -93,20 +143,23 @@ pub(crate) enum Standing {
     TimedOut,
 }
 
-/// Work kept for after the mutex is released: wakers to wake and a freed lease text to
-/// drop, so that neither runs inside the critical section. Allocation free unless a
-/// waiter is involved.
+/// Work kept for after the mutex is released: wakers to wake, wakers to drop (replaced or
+/// removed ones: dropping a waker runs user code) and a freed lease text, so that none of it
+/// runs inside the critical section. Allocation free unless a waiter is involved.
 #[derive(Default)]
 pub(crate) struct Deferred {
-    wakers: Vec<Waker>,
+    wake: Vec<Waker>,
+    discard: Vec<Waker>,
     freed: Option<Box<str>>,
 }
 
 impl Deferred {
     fn wake(&mut self, waker: Option<Waker>) {
-        if let Some(waker) = waker {
-            self.wakers.push(waker);
-        }
+        self.wake.extend(waker);
+    }
+
+    fn discard(&mut self, waker: Option<Waker>) {
+        self.discard.extend(waker);
     }
 
     fn free(&mut self, text: Option<Box<str>>) {
@@ -116,11 +169,19 @@ impl Deferred {
         }
     }
 
-    /// Wakes the collected wakers; the freed text is dropped with `self`.
+    /// Wakes the collected wakers (every one, even if one panics), then drops the discarded
+    /// wakers and the freed text.
     #[inline]
     pub(crate) fn run(self) {
-        if !self.wakers.is_empty() {
-            self.wakers.into_iter().for_each(Waker::wake);
+        let Deferred {
+            wake,
+            discard,
+            freed,
+        } = self;
+        // Dropped after the wake-ups, also when a wake-up panics.
+        let _later = (freed, discard);
+        if !wake.is_empty() {
+            wake_all(wake);
         }
     }
 }
@@ -135,7 +196,7 @@ impl State {
         }
     }
 
-    /// How many `acquire` calls are queued.
+    /// How many `acquire` calls are queued (or hold a grant not yet collected).
     pub(crate) fn waiters(&self) -> usize {
         self.waiters.len()
     }
@@ -195,8 +256,11 @@ impl State {
         self.table.renew(lease, ttl, now)?;
         if !self.waiters.is_empty() {
             // The holder's deadline moved: the head waiter sleeps until it, so it must look again.
-            if let Some(head) = self.head(lease.hash, lease.name()) {
-                later.wake(self.waiters.get(&head).and_then(|w| w.waker.clone()));
+            let name = lease.name();
+            if let Some(queue) = self.queues.find_mut(lease.hash, |q| *q.name == *name) {
+                if let Some(head) = queue.head(&self.waiters) {
+                    later.wake(self.waiters.get_mut(&head).and_then(|w| w.waker.take()));
+                }
             }
         }
         Ok(())
@@ -208,10 +272,12 @@ impl State {
         now: Timestamp,
         later: &mut Deferred,
     ) -> bool {
-        if !self.waiters.is_empty() && self.head(lease.hash, lease.name()).is_some() {
+        let name = lease.name();
+        if !self.waiters.is_empty() && self.queues.find(lease.hash, |q| *q.name == *name).is_some()
+        {
             // Someone waits for this name: end the lease in its slot and hand the slot on.
             let was_live = self.table.expire(lease, now);
-            self.settle(lease.hash, lease.name(), now, later);
+            self.settle(lease.hash, name, now, later);
             return was_live;
         }
         let (was_live, text) = self.table.release_keeping_text(lease, now);
@@ -238,7 +304,7 @@ impl State {
         self.table.live_leases_into(now, &mut snapshot.held);
         for queue in self.queues.iter() {
             for id in &queue.ids {
-                if let Some(waiter) = self.waiters.get(id) {
+                if let Some(waiter) = self.waiters.get(id).filter(|w| w.granted.is_none()) {
                     let text = &waiter.request.text;
                     snapshot.waiting.push(Waiting {
                         name: queue.name.as_ref().into(),
@@ -281,168 +347,254 @@ impl State {
         }
         let id = self.next_waiter_id;
         self.next_waiter_id += 1;
-        let name = text.name();
-        match self.queues.entry(hash, |q| *q.name == *name, |q| q.hash) {
-            hash_table::Entry::Occupied(mut queue) => queue.get_mut().ids.push_back(id),
-            hash_table::Entry::Vacant(vacant) => {
-                vacant.insert(Queue {
-                    hash,
-                    name: name.into(),
-                    ids: VecDeque::from([id]),
-                });
-                // The name's slot stays through sweeps until its waiters are served.
-                self.table.pin(hash);
-            }
-        }
         let waiter = Waiter {
             request: Request { text, hash, ttl },
             waker: None,
             granted: None,
         };
         self.waiters.insert(id, waiter);
+        self.enqueue(id, false);
         Standing::Waiting {
             id,
             until: now.saturating_add(wait),
         }
     }
 
-    /// A later poll of waiter `id`, whose wait ends at `wait_deadline`: hand over a lapsed
-    /// lease if it is first in line, report a grant, give up at the deadline, or say how
-    /// long to sleep (the head waiter until the holder's deadline at the latest).
+    /// Puts waiter `id` in its name's queue, at the tail (or at the head), making the queue
+    /// (and pinning the name's slot through sweeps) if it is the first.
+    fn enqueue(&mut self, id: u64, at_head: bool) {
+        let Some(waiter) = self.waiters.get(&id) else {
+            return;
+        };
+        let (hash, name) = (waiter.request.hash, waiter.request.name());
+        match self.queues.entry(hash, |q| *q.name == *name, |q| q.hash) {
+            hash_table::Entry::Occupied(mut queue) => {
+                let queue = queue.get_mut();
+                if at_head {
+                    queue.ids.push_front(id);
+                } else {
+                    queue.ids.push_back(id);
+                }
+                queue.queued += 1;
+            }
+            hash_table::Entry::Vacant(vacant) => {
+                vacant.insert(Queue {
+                    hash,
+                    name: name.into(),
+                    ids: VecDeque::from([id]),
+                    queued: 1,
+                });
+                // The name's slot stays through sweeps until its waiters are served.
+                self.table.pin(hash);
+            }
+        }
+    }
+
+    /// A later poll of waiter `id`, whose wait ends at `wait_deadline`, with the poller's
+    /// waker (cloned before the mutex was taken): report a grant if it is still live, hand
+    /// over a lapsed lease if the waiter is first in line, give up at the deadline, or say
+    /// how long to sleep (the head waiter until the holder's deadline at the latest).
     pub(crate) fn poll_waiter(
         &mut self,
         id: u64,
         wait_deadline: Timestamp,
         now: Timestamp,
-        waker: &Waker,
+        waker: Waker,
         later: &mut Deferred,
     ) -> Standing {
         let now = self.table.observe(now);
-        let Some(waiter) = self.waiters.get(&id).filter(|w| w.granted.is_none()) else {
-            return self.collect(id);
+        let granted = match self.waiters.get_mut(&id) {
+            Some(waiter) => waiter.granted.take(),
+            None => {
+                later.discard(Some(waker));
+                return Standing::TimedOut;
+            }
         };
-        // A copy of the name, so that it can be used alongside `&mut self` (one small
-        // allocation per wake-up of a waiter; never on the try_lock paths).
-        let (hash, name): (u64, Box<str>) = (waiter.request.hash, waiter.request.name().into());
-        self.settle(hash, &name, now, later);
-        if self.waiters[&id].granted.is_some() {
-            return self.collect(id);
+        if let Some(lease) = granted {
+            if live(lease.deadline, now) {
+                later.discard(Some(waker));
+                return self.collect(id, lease, later);
+            }
+            // Handed the lease, but it lapsed before this poll came to collect it (and the
+            // name may be someone else's by now): the hand-off is lost.
+            if !live(wait_deadline, now) {
+                later.discard(Some(waker));
+                remove_waiter(&mut self.waiters, id, later);
+                // Frees its slot, or hands it to the next waiter.
+                self.release(&lease, now, later);
+                return Standing::TimedOut;
+            }
+            // It was first in line: back to the head of the queue, with its text again.
+            if let Some(waiter) = self.waiters.get_mut(&id) {
+                waiter.request.text = OwnedText {
+                    text: lease_text(lease.name(), lease.owner()),
+                    name_len: lease.name().len(),
+                };
+            }
+            self.enqueue(id, true);
         }
-        if now >= wait_deadline {
-            self.leave_queue(id, hash, &name, later);
+        let Some(waiter) = self.waiters.get(&id) else {
+            later.discard(Some(waker));
+            return Standing::TimedOut;
+        };
+        let hash = waiter.request.hash;
+        if let Ok(queue) = self
+            .queues
+            .find_entry(hash, |q| *q.name == *waiter.request.name())
+        {
+            settle_queue(&mut self.table, &mut self.waiters, queue, now, later);
+        }
+        if let Some(lease) = self.waiters.get_mut(&id).and_then(|w| w.granted.take()) {
+            // Granted just now, at `now`: live.
+            later.discard(Some(waker));
+            return self.collect(id, lease, later);
+        }
+        if !live(wait_deadline, now) {
+            later.discard(Some(waker));
+            self.leave(id, later);
             return Standing::TimedOut;
         }
         let mut until = wait_deadline;
-        if self.head(hash, &name) == Some(id) {
-            if let Some(deadline) = self.table.live_deadline(hash, &name, now) {
-                until = until.min(deadline);
+        let Some(waiter) = self.waiters.get(&id) else {
+            later.discard(Some(waker));
+            return Standing::TimedOut;
+        };
+        let name = waiter.request.name();
+        if let Some(queue) = self.queues.find_mut(hash, |q| *q.name == *name) {
+            if queue.head(&self.waiters) == Some(id) {
+                if let Some(deadline) = self.table.live_deadline(hash, name, now) {
+                    until = until.min(deadline);
+                }
             }
         }
-        let waiter = self.waiters.get_mut(&id).expect("still queued");
-        match &mut waiter.waker {
-            Some(w) => w.clone_from(waker),
-            None => waiter.waker = Some(waker.clone()),
+        if let Some(waiter) = self.waiters.get_mut(&id) {
+            later.discard(waiter.waker.replace(waker));
         }
         Standing::Waiting { id, until }
+    }
+
+    /// Removes granted waiter `id` (its grant taken out already as `lease`) and returns the
+    /// grant.
+    fn collect(&mut self, id: u64, lease: LeaseInfo, later: &mut Deferred) -> Standing {
+        remove_waiter(&mut self.waiters, id, later);
+        Standing::Granted(lease)
     }
 
     /// An `acquire` dropped while queued: forget it, and if the lease had just been handed
     /// to it, pass the lease on to the next waiter (or free it).
     pub(crate) fn cancel(&mut self, id: u64, now: Timestamp, later: &mut Deferred) {
-        match self.collect(id) {
-            Standing::Granted(lease) => {
+        let granted = match self.waiters.get_mut(&id) {
+            Some(waiter) => waiter.granted.take(),
+            None => return,
+        };
+        match granted {
+            Some(lease) => {
+                remove_waiter(&mut self.waiters, id, later);
                 self.release(&lease, now, later);
             }
-            _ => {
-                if let Some(waiter) = self.waiters.get(&id) {
-                    let (hash, name): (u64, Box<str>) =
-                        (waiter.request.hash, waiter.request.name().into());
-                    self.leave_queue(id, hash, &name, later);
-                }
-            }
+            None => self.leave(id, later),
         }
     }
 
-    /// Removes and returns waiter `id`'s grant, if it has one.
-    fn collect(&mut self, id: u64) -> Standing {
-        match self.waiters.get(&id) {
-            Some(w) if w.granted.is_some() => {
-                let waiter = self.waiters.remove(&id).expect("just seen");
-                Standing::Granted(waiter.granted.expect("just seen"))
-            }
-            _ => Standing::TimedOut,
-        }
-    }
-
-    /// Removes waiter `id` from its queue (and the queue, if it empties); wakes the new head.
-    fn leave_queue(&mut self, id: u64, hash: u64, name: &str, later: &mut Deferred) {
-        self.waiters.remove(&id);
-        let Ok(mut entry) = self.queues.find_entry(hash, |q| &*q.name == name) else {
+    /// Removes queued waiter `id`: from the map, leaving a tombstone in its queue (and the
+    /// queue itself, if it empties); wakes the new head if it was the head.
+    fn leave(&mut self, id: u64, later: &mut Deferred) {
+        let Some(waiter) = self.waiters.get(&id) else {
             return;
         };
-        let ids = &mut entry.get_mut().ids;
-        let was_head = ids.front() == Some(&id);
-        ids.retain(|&other| other != id);
-        match ids.front() {
+        let hash = waiter.request.hash;
+        let entry = self
+            .queues
+            .find_entry(hash, |q| *q.name == *waiter.request.name());
+        let Ok(mut entry) = entry else {
+            // Not expected: a queued waiter's name has a queue.
+            remove_waiter(&mut self.waiters, id, later);
+            return;
+        };
+        let queue = entry.get_mut();
+        let was_head = queue.head(&self.waiters) == Some(id);
+        remove_waiter(&mut self.waiters, id, later);
+        queue.queued = queue.queued.saturating_sub(1);
+        match queue.head(&self.waiters) {
             None => {
-                entry.remove();
+                let (_, vacant) = entry.remove();
+                shrink_if_sparse(vacant.into_table(), |q| q.hash);
                 self.table.unpin(hash);
             }
-            Some(head) if was_head => {
-                later.wake(self.waiters.get(head).and_then(|w| w.waker.clone()));
+            Some(head) => {
+                if was_head {
+                    // It sleeps until its own wait deadline; the holder's may be earlier.
+                    later.wake(self.waiters.get_mut(&head).and_then(|w| w.waker.take()));
+                }
+                queue.compact(&self.waiters);
             }
-            Some(_) => {}
         }
-    }
-
-    fn head(&self, hash: u64, name: &str) -> Option<u64> {
-        self.queues
-            .find(hash, |q| &*q.name == name)
-            .and_then(|q| q.ids.front().copied())
     }
 
     /// If `name` has waiters and no live lease, grants the lease to the head waiter and wakes
     /// it (and the new head, whose sleep must now follow the new holder). Returns whether
     /// `name` is taken for newcomers afterwards: waiters queued, or the head just granted.
     fn settle(&mut self, hash: u64, name: &str, now: Timestamp, later: &mut Deferred) -> bool {
-        let Ok(mut entry) = self.queues.find_entry(hash, |q| &*q.name == name) else {
-            return false;
-        };
-        if self.table.live_deadline(hash, name, now).is_some() {
-            return true;
+        match self.queues.find_entry(hash, |q| *q.name == *name) {
+            Ok(queue) => settle_queue(&mut self.table, &mut self.waiters, queue, now, later),
+            Err(_) => false,
         }
-        let ids = &mut entry.get_mut().ids;
-        let Some(&head_id) = ids.front() else {
-            entry.remove();
-            self.table.unpin(hash);
-            return false;
-        };
-        let head = self
-            .waiters
-            .get_mut(&head_id)
-            .expect("queued ids are waiters");
-        let empty = OwnedText {
-            text: Box::default(),
-            name_len: 0,
-        };
-        let text = core::mem::replace(&mut head.request.text, empty);
-        match self.table.grant(hash, text, head.request.ttl, now) {
-            Grant::Granted(lease) => {
-                head.granted = Some(lease);
-                later.wake(head.waker.take());
-                ids.pop_front();
-                match ids.front() {
-                    Some(next) => later.wake(self.waiters.get(next).and_then(|w| w.waker.clone())),
-                    None => {
-                        entry.remove();
-                        self.table.unpin(hash);
-                    }
+    }
+}
+
+/// Removes waiter `id` from the map (not from its queue), its waker to be dropped later;
+/// gives back the map's room once it is mostly empty.
+fn remove_waiter(waiters: &mut HashMap<u64, Waiter>, id: u64, later: &mut Deferred) {
+    if let Some(waiter) = waiters.remove(&id) {
+        later.discard(waiter.waker);
+    }
+    if waiters.capacity() > 4 * waiters.len().max(4) {
+        waiters.shrink_to(waiters.len());
+    }
+}
+
+/// [`State::settle`] of the queue in `entry`.
+fn settle_queue(
+    table: &mut LockTable,
+    waiters: &mut HashMap<u64, Waiter>,
+    mut entry: hash_table::OccupiedEntry<'_, Queue>,
+    now: Timestamp,
+    later: &mut Deferred,
+) -> bool {
+    let now = table.clamp(now);
+    let queue = entry.get_mut();
+    let hash = queue.hash;
+    if table.live_deadline(hash, &queue.name, now).is_some() {
+        return true;
+    }
+    let Some(head_id) = queue.head(waiters) else {
+        // Not expected: a queue is removed when its last waiter leaves.
+        entry.remove();
+        table.unpin(hash);
+        return false;
+    };
+    let Some(head) = waiters.get_mut(&head_id) else {
+        return true;
+    };
+    let text = core::mem::replace(&mut head.request.text, OwnedText::empty());
+    match table.grant(hash, text, head.request.ttl, now) {
+        Grant::Granted(lease) => {
+            head.granted = Some(lease);
+            later.wake(head.waker.take());
+            queue.ids.pop_front();
+            queue.queued = queue.queued.saturating_sub(1);
+            match queue.head(waiters) {
+                Some(next) => later.wake(waiters.get_mut(&next).and_then(|w| w.waker.take())),
+                None => {
+                    let (_, vacant) = entry.remove();
+                    shrink_if_sparse(vacant.into_table(), |q| q.hash);
+                    table.unpin(hash);
                 }
             }
-            // Not expected: the name's slot is pinned while it has waiters, so a lapsed one is
-            // reused in place. Should it happen, the head keeps waiting, with its text back.
-            Grant::Busy(text) | Grant::Refused(_, text) => head.request.text = text,
         }
-        true
+        // Not expected: the name's slot is pinned while it has waiters, so a lapsed one is
+        // reused in place. Should it happen, the head keeps waiting, with its text back.
+        Grant::Busy(text) | Grant::Refused(_, text) => head.request.text = text,
     }
+    true
 }

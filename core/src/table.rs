@@ -13,8 +13,11 @@ use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
 use crate::padded::CachePadded;
-use crate::time::Timestamp;
+use crate::time::{Timestamp, live};
 use crate::validate::{check_name, check_request, check_ttl};
+
+/// The deadline of a slot ended early (kept for a waiter): lapsed at every reading.
+const LAPSED: Timestamp = Timestamp::ZERO;
 
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
 const MIN_SWEEP_LEN: usize = 16;
@@ -37,9 +40,10 @@ impl Slot {
 /// The named-lock contract as a sans-IO state machine: no clock, no lock, no background task.
 ///
 /// Every method that depends on time takes `now`. The table remembers the latest `now` it
-/// was given and clamps earlier readings to it, so its notion of time never moves
-/// backwards. A lease is live while `now < deadline`; at the deadline it lapses silently
-/// and the name is free again. Lapsed entries are reclaimed lazily: in place when their
+/// was given (by a call it did not refuse) and clamps earlier readings to it, so its notion
+/// of time never moves backwards. A lease is live while `now < deadline`; at the deadline it
+/// lapses silently and the name is free again. A deadline of [`Timestamp::MAX`] (where
+/// `now + ttl` saturates) never lapses, so even a reading of `MAX` grants a live lease. Lapsed entries are reclaimed lazily: in place when their
 /// name is locked again, when their holder releases them, and by an amortised sweep each
 /// time the table has doubled since the last one (or when [`Config::max_locks`] is reached),
 /// so memory stays proportional to live leases.
@@ -81,6 +85,9 @@ pub struct LockTable {
     next_token: u64,
     /// The entry count at which the next amortised sweep runs.
     sweep_at: usize,
+    /// Operations left before the next amortised sweep check: lookups and removals sweep
+    /// too, not only inserts, so that lapsed entries go even when no new name comes.
+    ops_until_sweep: usize,
     /// No entry's deadline is earlier than this (exact after a sweep, a lower bound otherwise).
     earliest_deadline: Timestamp,
     /// The counters shared with the other shards of a registry, if this table is one.
@@ -109,6 +116,7 @@ impl LockTable {
             latest: Timestamp::ZERO,
             next_token: 1,
             sweep_at: MIN_SWEEP_LEN,
+            ops_until_sweep: MIN_SWEEP_LEN,
             earliest_deadline: Timestamp::MAX,
             pool: None,
             pins: HashTable::new(),
@@ -130,11 +138,12 @@ impl LockTable {
     /// Undoes one [`pin`](Self::pin). The slot may be lapsed: the next sweep may take it.
     pub(crate) fn unpin(&mut self, hash: u64) {
         if let Ok(mut pin) = self.pins.find_entry(hash, |p| p.0 == hash) {
-            pin.get_mut().1 -= 1;
+            pin.get_mut().1 = pin.get().1.saturating_sub(1);
             if pin.get().1 == 0 {
                 pin.remove();
                 // Its slot may be lapsed; let the next capacity check sweep it.
                 self.earliest_deadline = self.earliest_deadline.min(self.latest);
+                shrink_if_sparse(&mut self.pins, |p| p.0);
             }
         }
     }
@@ -215,16 +224,23 @@ impl LockTable {
         ttl: Duration,
         now: Timestamp,
     ) -> Grant<S> {
-        let now = self.observe(now);
+        // Clamped, but remembered only once the request passed its checks: a refused request
+        // changes nothing, not even the table's notion of now.
+        let now = self.clamp(now);
         let found = self
             .entries
             .find_mut(hash, |e| text_has_name(&e.text, source.name()));
-        if found.as_ref().is_some_and(|e| e.deadline > now) {
+        if found.as_ref().is_some_and(|e| live(e.deadline, now)) {
+            self.latest = now;
+            self.tick(now);
             return Grant::Busy(source);
         }
         if let Err(err) = source.check_before_grant(&self.config) {
             return Grant::Refused(err, source);
         }
+        self.latest = now;
+        // Never lapsed on grant: `ttl` is not zero, and a deadline that saturates at `MAX`
+        // never lapses.
         let deadline = now.saturating_add(ttl);
         match found {
             // The previous lease lapsed: reuse its slot.
@@ -238,6 +254,7 @@ impl LockTable {
                 };
                 let lease = LeaseInfo::new(&slot.text, name_len, hash, token, deadline);
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
+                self.tick(now);
                 Grant::Granted(lease)
             }
             None => {
@@ -318,11 +335,12 @@ impl LockTable {
             .entries
             .find_mut(lease.hash, |e| e.token == lease.token)
         {
-            Some(entry) if entry.deadline > now => {
+            Some(entry) if live(entry.deadline, now) => {
                 let deadline = now.saturating_add(ttl);
                 entry.deadline = deadline;
                 lease.deadline = deadline;
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
+                self.tick(now);
                 Ok(())
             }
             _ => Err(LockError::Expired {
@@ -356,9 +374,15 @@ impl LockTable {
             Ok(entry) => {
                 let (entry, _) = entry.remove();
                 self.forget_entries(1);
-                (entry.deadline > now, Some(entry.text))
+                let hasher = &self.hasher;
+                shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
+                self.tick(now);
+                (live(entry.deadline, now), Some(entry.text))
             }
-            Err(_) => (false, None),
+            Err(_) => {
+                self.tick(now);
+                (false, None)
+            }
         }
     }
 
@@ -371,9 +395,10 @@ impl LockTable {
             .entries
             .find_mut(lease.hash, |e| e.token == lease.token)
         {
-            Some(slot) if slot.deadline > now => {
-                slot.deadline = now;
-                self.earliest_deadline = self.earliest_deadline.min(now);
+            Some(slot) if live(slot.deadline, now) => {
+                // Lapsed at every reading (`now` itself would not do at `Timestamp::MAX`).
+                slot.deadline = LAPSED;
+                self.earliest_deadline = LAPSED;
                 true
             }
             _ => false,
@@ -383,9 +408,10 @@ impl LockTable {
     /// Whether the lease is still live at `now`.
     pub fn is_held(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
         let now = self.observe(now);
-        self.entries
-            .find(lease.hash, |e| e.token == lease.token)
-            .is_some_and(|e| e.deadline > now)
+        let held = (self.entries.find(lease.hash, |e| e.token == lease.token))
+            .is_some_and(|e| live(e.deadline, now));
+        self.tick(now);
+        held
     }
 
     /// The deadline of `lease` if it is still live at `now`.
@@ -398,7 +424,7 @@ impl LockTable {
         self.entries
             .find(lease.hash, |e| e.token == lease.token)
             .map(|e| e.deadline)
-            .filter(|&deadline| deadline > now)
+            .filter(|&deadline| live(deadline, now))
     }
 
     /// Every live lease, appended to `out`.
@@ -409,10 +435,15 @@ impl LockTable {
     ) {
         let now = self.observe(now);
         let hasher = &self.hasher;
-        out.extend(self.entries.iter().filter(|e| e.deadline > now).map(|e| {
-            let name_len = text_name(&e.text).len();
-            LeaseInfo::new(&e.text, name_len, e.hash(hasher), e.token, e.deadline)
-        }));
+        out.extend(
+            self.entries
+                .iter()
+                .filter(|e| live(e.deadline, now))
+                .map(|e| {
+                    let name_len = text_name(&e.text).len();
+                    LeaseInfo::new(&e.text, name_len, e.hash(hasher), e.token, e.deadline)
+                }),
+        );
     }
 
     /// The live lease on `name`, or `None` when the name is free, its lease lapsed, or the
@@ -430,9 +461,11 @@ impl LockTable {
         now: Timestamp,
     ) -> Option<LeaseInfo> {
         let now = self.observe(now);
-        let entry = self.entries.find(hash, |e| text_has_name(&e.text, name))?;
-        (entry.deadline > now)
-            .then(|| LeaseInfo::new(&entry.text, name.len(), hash, entry.token, entry.deadline))
+        let holder = (self.entries.find(hash, |e| text_has_name(&e.text, name)))
+            .filter(|e| live(e.deadline, now))
+            .map(|e| LeaseInfo::new(&e.text, name.len(), hash, e.token, e.deadline));
+        self.tick(now);
+        holder
     }
 
     /// Reclaims every lapsed entry now and returns how many there were. Never needed for
@@ -445,7 +478,7 @@ impl LockTable {
             let mut earliest = Timestamp::MAX;
             let (pins, hasher) = (&self.pins, &self.hasher);
             self.entries.retain(|e| {
-                if e.deadline > now {
+                if live(e.deadline, now) {
                     earliest = earliest.min(e.deadline);
                     return true;
                 }
@@ -460,11 +493,26 @@ impl LockTable {
         let len = self.entries.len();
         self.forget_entries(before - len);
         self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
-        if self.entries.capacity() > 4 * self.sweep_at {
-            let hasher = &self.hasher;
-            self.entries.shrink_to(self.sweep_at, |e| e.hash(hasher));
-        }
+        self.ops_until_sweep = MIN_SWEEP_LEN.max(len / 4);
+        let hasher = &self.hasher;
+        shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
         before - len
+    }
+
+    /// Counts one operation towards the next amortised sweep, and sweeps when it is due and
+    /// a lease may have lapsed: a sweep of `n` entries every `n / 4` operations at most, so
+    /// O(1) amortised, and lapsed entries go even when no new name is inserted.
+    #[inline]
+    fn tick(&mut self, now: Timestamp) {
+        match self.ops_until_sweep.checked_sub(1) {
+            Some(left) if left > 0 => self.ops_until_sweep = left,
+            _ => {
+                self.ops_until_sweep = MIN_SWEEP_LEN.max(self.entries.len() / 4);
+                if now >= self.earliest_deadline {
+                    self.sweep(now);
+                }
+            }
+        }
     }
 
     /// How many entries the table stores: every live lease plus lapsed ones not yet reclaimed.
@@ -487,16 +535,29 @@ impl LockTable {
         self.entries
             .find(hash, |e| text_has_name(&e.text, name))
             .map(|e| e.deadline)
-            .filter(|&deadline| deadline > now)
+            .filter(|&deadline| live(deadline, now))
     }
 
     /// Clamps `now` to the latest reading seen, and remembers it.
     #[inline]
     pub(crate) fn observe(&mut self, now: Timestamp) -> Timestamp {
-        if now > self.latest {
-            self.latest = now;
-        }
+        self.latest = self.clamp(now);
         self.latest
+    }
+
+    /// Clamps `now` to the latest reading seen, without remembering it.
+    #[inline]
+    pub(crate) fn clamp(&self, now: Timestamp) -> Timestamp {
+        now.max(self.latest)
+    }
+}
+
+/// Gives back the room of a hash table that is mostly empty: when its capacity is over four
+/// times its length (and over a small floor), down to its length. Amortised O(1): a table
+/// shrinks only after losing most of its entries since it last grew or shrank.
+pub(crate) fn shrink_if_sparse<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
+    if table.capacity() > 4 * table.len().max(MIN_SWEEP_LEN) {
+        table.shrink_to(table.len(), hash);
     }
 }
 
@@ -562,9 +623,19 @@ pub(crate) struct OwnedText {
     pub(crate) name_len: usize,
 }
 
+impl OwnedText {
+    /// No text: what a waiter keeps while the table holds its text.
+    pub(crate) fn empty() -> Self {
+        OwnedText {
+            text: Box::default(),
+            name_len: 0,
+        }
+    }
+}
+
 impl LeaseSource for OwnedText {
     fn name(&self) -> &str {
-        &self.text[..self.name_len]
+        self.text.get(..self.name_len).unwrap_or_default()
     }
 
     fn into_text(self) -> Box<str> {

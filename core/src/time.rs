@@ -99,12 +99,23 @@ impl fmt::Display for Timestamp {
     }
 }
 
+/// Whether a lease with this deadline is live at `now`: while `now < deadline`, and forever
+/// when the deadline is [`Timestamp::MAX`]. A deadline that saturated (a huge ttl, or a clock
+/// reading near `u64::MAX`) so never lapses: a grant is never handed out already lapsed, and
+/// exclusion holds even when the clock itself reads `MAX`.
+#[inline]
+pub(crate) const fn live(deadline: Timestamp, now: Timestamp) -> bool {
+    deadline.0 > now.0 || deadline.0 == u64::MAX
+}
+
 /// A source of [`Timestamp`]s.
 ///
 /// # What the core assumes
 /// - A clock SHOULD be monotonic. The core does not require it: a [`LockTable`](crate::LockTable)
 ///   remembers the latest reading it has seen and clamps earlier readings to it, so time as the
-///   table sees it never moves backwards. A lease that was seen lapsed stays lapsed, and
+///   table sees it never moves backwards; a [`LockRegistry`](crate::LockRegistry) keeps one
+///   such floor for all its shards, so an earlier reading is clamped to the latest reading any
+///   accepted operation on any name has seen. A lease that was seen lapsed stays lapsed, and
 ///   nothing panics, when a wall clock (such as the browser's `Date.now()`) steps back.
 ///   While the clock is behind, leases simply do not age until it catches up.
 /// - `now` MUST NOT panic and SHOULD be cheap: it is called once per registry operation,

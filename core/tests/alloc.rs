@@ -98,3 +98,148 @@ fn detached_short_leases_on_distinct_names_leave_the_heap_where_it_started() {
     assert!(growth < 64 * 1024, "heap grew by {growth} bytes");
     assert!(peak < 64 * 1024, "heap peaked {peak} bytes above the start");
 }
+
+/// The heap bytes a fresh registry needs for `n` live leases on names like the tests' own.
+fn heap_of_fresh_registry_with(n: usize) -> i64 {
+    let start = live_bytes();
+    let registry = LockRegistry::new(ManualClock::new());
+    let locks: Vec<_> = (0..n)
+        .map(|i| {
+            registry
+                .try_lock(
+                    &format!("tenant/job/{i:07}"),
+                    "worker",
+                    Duration::from_secs(60),
+                )
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    let bytes = live_bytes() - start;
+    drop(locks);
+    bytes
+}
+
+/// Heap the registry may keep beyond what its live state needs: small and fixed.
+const FLOOR: i64 = 64 * 1024;
+
+#[test]
+fn heap_follows_live_leases_after_a_burst_of_cancelled_waiters() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    const WAITERS: usize = 30_000;
+    let clock = ManualClock::new();
+    let registry = LockRegistry::new(clock.clone());
+    let holders: Vec<_> = (0..100)
+        .map(|i| {
+            registry
+                .try_lock(&format!("hot/{i}"), "holder", Duration::from_secs(60))
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    let start = live_bytes();
+    let mut waiting: Vec<_> = (0..WAITERS)
+        .map(|i| {
+            Box::pin(
+                registry
+                    .acquire(
+                        &format!("hot/{}", i % 100),
+                        "waiter",
+                        Duration::from_secs(1),
+                    )
+                    .timeout(Duration::from_secs(30)),
+            )
+        })
+        .collect();
+    let mut cx = Context::from_waker(Waker::noop());
+    for future in &mut waiting {
+        assert!(future.as_mut().poll(&mut cx).is_pending());
+    }
+    let peak = live_bytes() - start;
+    assert_eq!(registry.waiters(), WAITERS);
+    assert_eq!(clock.pending_sleeps(), WAITERS);
+    drop(waiting);
+    let growth = live_bytes() - start;
+    eprintln!(
+        "{WAITERS} waiters on 100 names, all cancelled: heap {peak} bytes at the peak, {growth} bytes after"
+    );
+    assert_eq!(registry.waiters(), 0);
+    assert!(growth < FLOOR, "kept {growth} bytes");
+    drop(holders);
+}
+
+#[test]
+fn heap_follows_live_leases_after_a_burst_of_lapsed_leases_and_reused_names() {
+    const LEASES: usize = 100_000;
+    let clock = ManualClock::new();
+    let registry = LockRegistry::new(clock.clone());
+    let start = live_bytes();
+    for i in 0..LEASES {
+        registry
+            .try_lock(
+                &format!("burst/{i:07}"),
+                "worker",
+                Duration::from_millis(10),
+            )
+            .unwrap()
+            .unwrap()
+            .detach();
+    }
+    let peak = live_bytes() - start;
+    clock.advance(Duration::from_secs(1)); // every lease lapses
+    // Traffic on 100 reused names only: no new name is inserted.
+    let names: Vec<String> = (0..100).map(|i| format!("burst/{i:07}")).collect();
+    let mut live = Vec::new();
+    for _ in 0..200 {
+        live.clear(); // released on drop
+        for name in &names {
+            live.push(
+                registry
+                    .try_lock(name, "worker", Duration::from_secs(60))
+                    .unwrap()
+                    .unwrap(),
+            );
+            assert!(registry.holder(name).is_some());
+        }
+    }
+    let growth = live_bytes() - start;
+    let needed = heap_of_fresh_registry_with(names.len());
+    eprintln!(
+        "{LEASES} lapsed leases, then traffic on 100 names: heap {peak} bytes at the peak, {growth} bytes after (a fresh registry with 100 leases: {needed} bytes)"
+    );
+    assert!(growth < 2 * needed + FLOOR, "kept {growth} bytes");
+    drop(live);
+}
+
+#[test]
+fn heap_follows_live_leases_after_a_burst_of_released_leases() {
+    const LEASES: usize = 100_000;
+    const KEPT: usize = 1_000;
+    let registry = LockRegistry::new(ManualClock::new());
+    let start = live_bytes();
+    let mut locks: Vec<_> = (0..LEASES)
+        .map(|i| {
+            registry
+                .try_lock(
+                    &format!("tenant/job/{i:07}"),
+                    "worker",
+                    Duration::from_secs(60),
+                )
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    let peak = live_bytes() - start;
+    let kept: Vec<_> = locks.drain(..KEPT).collect();
+    drop(locks); // releases all the others
+    let growth = live_bytes() - start;
+    let needed = heap_of_fresh_registry_with(KEPT);
+    eprintln!(
+        "{LEASES} live leases, all but {KEPT} released: heap {peak} bytes at the peak, {growth} bytes after (a fresh registry with {KEPT} leases: {needed} bytes)"
+    );
+    assert!(growth < 2 * needed + FLOOR, "kept {growth} bytes");
+    drop(kept);
+    let growth = live_bytes() - start;
+    assert!(growth < FLOOR, "kept {growth} bytes with no lease at all");
+}

@@ -91,6 +91,14 @@ struct ModelWaiter {
     granted: Option<(u64, u64)>,
 }
 
+/// What the model expects a poll of a waiter to answer.
+#[derive(Debug)]
+enum Answer {
+    Granted(u64, u64),
+    TimedOut,
+    Pending,
+}
+
 #[derive(Default)]
 struct Model {
     now: u64,
@@ -165,6 +173,37 @@ impl Model {
         was_live
     }
 
+    /// A later poll of waiter `id`. A grant that is still live is collected; a grant that
+    /// lapsed before the poll is lost: the waiter times out if its wait elapsed, else goes
+    /// back to the head of the queue. A waiter in line settles its name, then times out or
+    /// keeps waiting.
+    fn poll(&mut self, id: usize) -> Answer {
+        let w = self.waiters[&id].clone();
+        if let Some((token, deadline)) = w.granted {
+            if deadline > self.now {
+                self.waiters.remove(&id);
+                return Answer::Granted(token, deadline);
+            }
+            if self.now >= w.wait_deadline {
+                self.waiters.remove(&id);
+                self.release(w.name, token);
+                return Answer::TimedOut;
+            }
+            self.waiters.get_mut(&id).unwrap().granted = None;
+            self.queues.entry(w.name).or_default().push_front(id);
+        }
+        self.settle(w.name);
+        if let Some((token, deadline)) = self.waiters[&id].granted {
+            self.waiters.remove(&id);
+            return Answer::Granted(token, deadline);
+        }
+        if self.now >= w.wait_deadline {
+            self.leave_queue(id);
+            return Answer::TimedOut;
+        }
+        Answer::Pending
+    }
+
     fn leave_queue(&mut self, id: usize) {
         let name = self.waiters.remove(&id).unwrap().name;
         let queue = self.queues.get_mut(name).unwrap();
@@ -191,29 +230,24 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
      -> Result<(), TestCaseError> {
         let id = waiters[i].id;
         let real = waiters[i].poll();
-        let name = model.waiters[&id].name;
-        // A waiter already handed the lease just collects it; any other settles its name.
-        if model.waiters[&id].granted.is_none() {
-            model.settle(name);
-        }
         let w = model.waiters[&id].clone();
-        match (real, w.granted) {
-            (Poll::Ready(Some(lock)), Some((token, deadline))) => {
+        let name = w.name;
+        match (real, model.poll(id)) {
+            (Poll::Ready(Some(lock)), Answer::Granted(token, deadline)) => {
                 prop_assert_eq!((lock.owner(), lock.token()), (w.owner, token));
                 prop_assert_eq!(lock.deadline(), Timestamp::from_millis(deadline));
-                model.waiters.remove(&id);
+                prop_assert!(lock.is_held(), "acquire returned a lapsed lease");
                 waiters.remove(i);
                 locks.push(lock);
             }
-            (Poll::Ready(None), None) => {
+            (Poll::Ready(None), Answer::TimedOut) => {
                 prop_assert!(
                     model.now >= w.wait_deadline,
                     "gave up before its wait elapsed"
                 );
-                model.leave_queue(id);
                 waiters.remove(i);
             }
-            (Poll::Pending, None) => {
+            (Poll::Pending, Answer::Pending) => {
                 prop_assert!(
                     model.now < w.wait_deadline,
                     "still pending after its wait elapsed"
