@@ -4,7 +4,12 @@
 //! [`TokioClock`] reads [`tokio::time::Instant`], anchored when the clock is created, so
 //! real time drives lease expiry in production and `#[tokio::test(start_paused = true)]` with
 //! `tokio::time::advance` drives it exactly in tests. Everything else is the core, re-exported
-//! here so that this crate alone is enough to get started.
+//! here so that this crate alone is enough to get started: the registry and its handles, the
+//! shared contract ([`LockStore`], [`LockHandle`], [`AcquireFuture`]) that the Redis engine
+//! (`alkstore-redis`) implements too, [`with_lock`], and [`Snapshot`]. The aliases
+//! [`TokioLockRegistry`], [`TokioLock`] and [`TokioAcquire`] spell the tokio types without
+//! generics; a struct holding a [`TokioLock`] repeats no bounds, and every future here is
+//! `Send`, so `tokio::spawn` takes it.
 //!
 //! # Example
 //! ```
@@ -27,12 +32,46 @@
 //!     // Meanwhile another caller waits up to 1 s for the same name, without polling:
 //!     // it is handed the lease the moment the task's handle is dropped.
 //!     tokio::time::sleep(Duration::from_millis(5)).await;
-//!     let waited = registry.acquire("nightly-report", "task-2", Duration::from_secs(30)).timeout(Duration::from_secs(1));
+//!     let waited = registry
+//!         .acquire("nightly-report", "task-2", Duration::from_secs(30))
+//!         .timeout(Duration::from_secs(1));
 //!     let lock = waited.await?.expect("handed over within the second");
 //!     let first = task.await.unwrap()?;
 //!     assert!(lock.token() > first, "the new holder carries a larger fencing token");
 //!     Ok(())
 //! }
+//! ```
+//!
+//! # Keeping a lease alive
+//! A job longer than its lease races [`Lock::keep_alive`] against its work: the work stops
+//! when the lease is lost. [`with_lock`] does the same for a closure, on any [`LockStore`].
+//! ```
+//! use alkstore_mem_tokio::{LockError, LockRegistry, TokioClock, with_lock};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() -> Result<(), LockError> {
+//! let registry = LockRegistry::new(TokioClock::new());
+//! let ttl = Duration::from_secs(3);
+//!
+//! // By hand: a 10 s job on a 3 s lease, renewed every second.
+//! let mut lock = registry.try_lock("reindex", "host-1", ttl)?.expect("free");
+//! tokio::select! {
+//!     lost = lock.keep_alive(Duration::from_secs(1)) => return Err(lost),
+//!     () = tokio::time::sleep(Duration::from_secs(10)) => {} // the work
+//! }
+//! assert!(lock.release(), "still held after 10 s");
+//!
+//! // With a closure: wait up to 5 s, keep alive while the body runs, release after.
+//! let wait = Duration::from_secs(5);
+//! let job = with_lock(&registry, "reindex", "host-2", ttl, wait, |lease| async move {
+//!     tokio::time::sleep(Duration::from_secs(10)).await; // the work
+//!     lease.token()
+//! });
+//! let token = job.await?.expect("the name was free");
+//! assert_eq!(token, 2);
+//! # Ok(())
+//! # }
 //! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs, missing_debug_implementations)]
@@ -40,8 +79,9 @@
 mod clock;
 
 pub use alkstore_mem::{
-    Acquire, Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockRegistry, LockTable,
-    ManualClock, ManualSleep, RESERVED_PREFIX, Timer, Timestamp,
+    Acquire, AcquireFuture, Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockHandle,
+    LockRegistry, LockStore, LockTable, ManualClock, ManualSleep, MaybeSend, MaybeSync,
+    RESERVED_PREFIX, Snapshot, Timer, Timestamp, Waiting, with_lock,
 };
 pub use clock::TokioClock;
 
@@ -50,3 +90,6 @@ pub type TokioLockRegistry = LockRegistry<TokioClock>;
 
 /// A [`Lock`] handle from a [`TokioLockRegistry`].
 pub type TokioLock = Lock<TokioClock>;
+
+/// The future of [`TokioLockRegistry::acquire`]: `Send + 'static`, so `tokio::spawn` takes it.
+pub type TokioAcquire = Acquire<TokioClock>;
