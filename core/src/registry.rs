@@ -4,6 +4,7 @@ use alloc::sync::Arc;
 use core::fmt;
 use core::hash::BuildHasher;
 use core::sync::atomic::{AtomicU64, Ordering};
+use core::task::Waker;
 use core::time::Duration;
 
 use hashbrown::DefaultHashBuilder;
@@ -11,6 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use crate::acquire::Acquire;
 use crate::config::Config;
 use crate::error::LockError;
+use crate::lapsed::Lapsed;
 use crate::lease::LeaseInfo;
 use crate::padded::CachePadded;
 use crate::snapshot::Snapshot;
@@ -662,16 +664,28 @@ impl<C: Timer> Lock<C> {
     /// assert!(lapsed.as_mut().poll(&mut cx).is_ready());
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
-    pub async fn lapsed(&self) {
-        loop {
-            let deadline = self
-                .shard
-                .with_state(|state, now, _| state.table.live_deadline_of(&self.lease, now));
-            match deadline {
-                Some(deadline) => self.shard.common.clock.sleep_until(deadline).await,
-                None => return,
-            }
-        }
+    pub fn lapsed(&self) -> Lapsed<'_, C> {
+        Lapsed::new(self)
+    }
+
+    /// [`lapsed`](Self::lapsed)'s check: the lease's deadline if it is live, with `waker`
+    /// kept to be woken should it end early (force-released).
+    pub(crate) fn watch(&self, waker: Waker) -> Option<Timestamp> {
+        let lease = &self.lease;
+        self.shard
+            .with_state(|state, now, later| state.watch(lease, now, waker, later))
+    }
+
+    /// Forgets what [`watch`](Self::watch) kept.
+    pub(crate) fn unwatch(&self) {
+        let token = self.lease.token();
+        self.shard
+            .with_state(|state, _, later| state.unwatch(token, later));
+    }
+
+    /// The clock the lease is measured on.
+    pub(crate) fn clock(&self) -> &C {
+        &self.shard.common.clock
     }
 }
 

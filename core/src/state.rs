@@ -45,6 +45,9 @@ pub(crate) struct State {
     /// Every `acquire` that waits or holds an uncollected grant, by id.
     waiters: HashMap<u64, Waiter>,
     next_waiter_id: u64,
+    /// The waker of a pending [`Lapsed`](crate::Lapsed) future, by the token of the lease it
+    /// watches: woken when the lease ends by another path than time (`force_release`).
+    watchers: HashMap<u64, Waker>,
 }
 
 /// The waiters of one name, in arrival order.
@@ -193,6 +196,37 @@ impl State {
             queues: HashTable::new(),
             waiters: HashMap::new(),
             next_waiter_id: 0,
+            watchers: HashMap::new(),
+        }
+    }
+
+    /// The deadline of `lease` if it is live, with `waker` kept to be woken should the lease
+    /// end early; `None` (and nothing kept) when it is no longer live.
+    pub(crate) fn watch(
+        &mut self,
+        lease: &LeaseInfo,
+        now: Timestamp,
+        waker: Waker,
+        later: &mut Deferred,
+    ) -> Option<Timestamp> {
+        match self.table.live_deadline_of(lease, now) {
+            Some(deadline) => {
+                later.discard(self.watchers.insert(lease.token, waker));
+                Some(deadline)
+            }
+            None => {
+                self.unwatch(lease.token, later);
+                later.discard(Some(waker));
+                None
+            }
+        }
+    }
+
+    /// Forgets the watcher of the lease with this token, if any.
+    pub(crate) fn unwatch(&mut self, token: u64, later: &mut Deferred) {
+        later.discard(self.watchers.remove(&token));
+        if self.watchers.capacity() > 4 * self.watchers.len().max(8) {
+            self.watchers.shrink_to(self.watchers.len());
         }
     }
 
@@ -296,6 +330,11 @@ impl State {
     ) -> Option<LeaseInfo> {
         let lease = self.table.holder_checked(hash, name, now)?;
         self.release(&lease, now, later);
+        // Its holder may be waiting for it to lapse: that happened now, not at the deadline.
+        if let Some(waker) = self.watchers.remove(&lease.token) {
+            later.wake(Some(waker));
+            self.unwatch(lease.token, later);
+        }
         Some(lease)
     }
 
