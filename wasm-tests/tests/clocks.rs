@@ -178,6 +178,70 @@ mod browser {
         );
     }
 
+    /// `keep_alive` every 50 ms keeps a 200 ms lease through 600 ms of real time.
+    #[wasm_bindgen_test]
+    async fn keep_alive_keeps_a_real_200_ms_lease_for_600_ms() {
+        let clock = PerformanceClock::new();
+        let registry = LockRegistry::new(clock.clone());
+        let mut lock = registry
+            .try_lock("rt/keep", "tab", Duration::from_millis(200))
+            .unwrap()
+            .unwrap();
+        let token = lock.token();
+        let start = clock.now();
+        let gave_up = futures_lite::future::or(
+            async { Some(lock.keep_alive(Duration::from_millis(50)).await) },
+            async {
+                browser_sleep(600).await;
+                None
+            },
+        )
+        .await;
+        let waited = clock.now().saturating_duration_since(start);
+        assert!(
+            gave_up.is_none(),
+            "keep_alive gave up after {waited:?}: {gave_up:?}"
+        );
+        assert!(
+            waited >= Duration::from_millis(590),
+            "slept only {waited:?}"
+        );
+        assert!(lock.is_held(), "a 200 ms lease lapsed while kept alive");
+        assert_eq!(registry.holder("rt/keep").unwrap().token(), token);
+        assert!(lock.release());
+    }
+
+    /// `lapsed` resolves once a 60 ms lease lapses in real time, not long before or after.
+    #[wasm_bindgen_test]
+    async fn lapsed_resolves_when_a_real_60_ms_lease_lapses() {
+        let clock = PerformanceClock::new();
+        let registry = LockRegistry::new(clock.clone());
+        let lock = registry
+            .try_lock("rt/lapse", "tab", Duration::from_millis(60))
+            .unwrap()
+            .unwrap();
+        let start = clock.now();
+        let lapsed = futures_lite::future::or(
+            async {
+                lock.lapsed().await;
+                true
+            },
+            async {
+                browser_sleep(5_000).await;
+                false
+            },
+        )
+        .await;
+        let waited = clock.now().saturating_duration_since(start);
+        assert!(lapsed, "lapsed() did not resolve within {waited:?}");
+        assert!(
+            waited >= Duration::from_millis(50),
+            "resolved after only {waited:?}"
+        );
+        assert!(!lock.is_held());
+        assert!(registry.holder("rt/lapse").is_none());
+    }
+
     /// Where the global scope has no `performance` (some embedded JS runtimes), `try_new`
     /// says so and `new` falls back to `Date.now()`, without a JavaScript exception.
     /// Synchronous, so no other test runs while `performance` is hidden.
