@@ -13,7 +13,7 @@ floor=$(per_op floor)
 echo "| path | instructions/op | vs floor |"
 echo "| --- | ---: | ---: |"
 echo "| floor: hashbrown + spin insert/remove | $floor | 1.00x |"
-for path in cycle hand-rolled busy renew holder is_held; do
+for path in floor-std cycle hand-rolled dashmap busy renew holder is_held; do
   n=$(per_op "$path")
   printf '| %s | %d | %s |\n' "$path" "$n" "$(awk -v a="$n" -v b="$floor" 'BEGIN { printf "%.2fx", a / b }')"
 done

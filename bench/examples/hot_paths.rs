@@ -3,13 +3,13 @@
 //! difference, so setup cancels out).
 //!
 //! Usage: hot_paths <path> <iterations>, path one of: floor, cycle, busy, renew, holder,
-//! is_held, hand-rolled.
+//! is_held, hand-rolled, dashmap, floor-std.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use alkstore_mem::{LockRegistry, ManualClock};
-use alkstore_mem_bench::{Floor, HandRolled, job_names};
+use alkstore_mem_bench::{DashLeases, Floor, HandRolled, StdFloor, job_names};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -27,6 +27,20 @@ fn main() {
             for i in 0..n {
                 assert!(floor.insert(name(i)));
                 assert!(floor.remove(name(i)));
+            }
+        }
+        "floor-std" => {
+            let floor = StdFloor::default();
+            for i in 0..n {
+                assert!(floor.insert(name(i)));
+                assert!(floor.remove(name(i)));
+            }
+        }
+        "dashmap" => {
+            let dash = DashLeases::default();
+            for i in 0..n {
+                let token = dash.try_lock(name(i), "worker-1", TTL).unwrap();
+                assert!(dash.release(name(i), token));
             }
         }
         "hand-rolled" => {
