@@ -61,7 +61,7 @@ bench-downstream:
 
 ## check-downstream: bench/downstream still compiles (not a workspace member, so --workspace skips it)
 check-downstream:
-	$(CARGO) check --manifest-path bench/downstream/Cargo.toml --benches
+	$(CARGO) check --manifest-path bench/downstream/Cargo.toml --benches --examples
 
 ## bench-browser: the wasm registry against navigator.locks in headless Chromium
 bench-browser: setup
