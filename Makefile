@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo demo-check bench bench-browser size
+.PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo demo-check bench bench-downstream check-downstream bench-browser size
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, no_std/wasm builds, browser suite
 test: setup fmt-check clippy doc test-native demo-check nostd test-browser
@@ -44,12 +44,28 @@ demo-check:
 demo:
 	$(CARGO) run --release -q -p alkstore-mem-tokio --example demo
 
-## bench: criterion benchmarks with ratios against baselines from the same run, heap bytes per
-## lease, and instructions per op under callgrind (repeatable where times are noisy)
+## bench: criterion benchmarks with ratios against baselines from the same run (floor, hand-rolled
+## map, DashMap; 1 vs 2 threads, 4 threads on shared names, spin vs std Mutex), heap bytes and
+## allocations per op, all in the workspace build (thin LTO) and as a downstream crate (no LTO),
+## instructions per op under callgrind, then one summary table against the targets.
+## BENCH_ARGS go to criterion, e.g. make bench BENCH_ARGS="--warm-up-time 1 --measurement-time 2"
+BENCH_ARGS ?=
 bench:
-	$(CARGO) bench -p alkstore-mem-bench --bench speed
+	$(CARGO) bench -p alkstore-mem-bench --bench speed -- $(BENCH_ARGS)
 	$(CARGO) bench -p alkstore-mem-bench --bench memory
+	$(MAKE) --no-print-directory bench-downstream
 	@scripts/instructions.sh | tee target/bench-instructions.md
+	@python3 bench/summary.py
+
+## bench-downstream: the same speed and memory benchmarks in bench/downstream, a crate outside the
+## workspace that depends on alkstore-mem by path and builds as a user's does (release, no LTO)
+bench-downstream:
+	$(CARGO) bench --manifest-path bench/downstream/Cargo.toml --bench speed -- $(BENCH_ARGS)
+	$(CARGO) bench --manifest-path bench/downstream/Cargo.toml --bench memory
+
+## check-downstream: bench/downstream still compiles (not a workspace member, so --workspace skips it)
+check-downstream:
+	$(CARGO) check --manifest-path bench/downstream/Cargo.toml --benches --examples
 
 ## bench-browser: the wasm registry against navigator.locks in headless Chromium
 bench-browser: setup

@@ -1,8 +1,18 @@
-//! `make bench`: alkstore-mem against the floor and a hand-rolled lease map, in one run.
+//! `make bench`: alkstore-mem against the floor, a hand-rolled lease map and a DashMap lease
+//! map, in one run. The same file is built twice: in the workspace (thin LTO, one codegen
+//! unit) and in `bench/downstream` (no LTO, the core reached as a user's crate reaches it).
 //!
 //! Every benchmark goes through criterion (`iter_custom`); each sample's ns/op is also kept
 //! here, and the report at the end gives medians and ratios between benchmarks measured in
 //! this same run, next to the targets. Absolute numbers vary by machine; ratios travel.
+//! Threaded benchmarks run a fixed number of operations per thread (criterion's iteration
+//! count split between the threads, all started together under `std::thread::scope`) and
+//! report wall-clock ns per operation over all threads: the inverse of throughput.
+
+#[path = "../src/baselines.rs"]
+mod baselines;
+#[path = "common/report.rs"]
+mod report;
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -11,9 +21,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use alkstore_mem::{Clock, LockRegistry, ManualClock};
-use alkstore_mem_bench::{Floor, HandRolled, job_names};
 use alkstore_mem_tokio::TokioClock;
+use baselines::{DashLeases, Floor, HandRolled, StdFloor, job_names};
 use criterion::{BenchmarkId, Criterion};
+use report::Row;
 
 const NAMES: usize = 4_096;
 const TTL: Duration = Duration::from_secs(30);
@@ -73,11 +84,35 @@ fn uncontended(c: &mut Criterion) {
         })
     });
 
+    let std_floor = StdFloor::default();
+    group.bench_function("floor with std::sync::Mutex", |b| {
+        b.iter_custom(|iters| {
+            timed("floor/std", iters, |i| {
+                let name = &names[i % NAMES];
+                assert!(std_floor.insert(name));
+                assert!(std_floor.remove(name));
+            })
+        })
+    });
+
     let manual = LockRegistry::new(ManualClock::new());
     group.bench_function("registry, ManualClock", |b| {
         b.iter_custom(|iters| {
             timed("registry/manual", iters, |i| {
                 registry_cycle(&manual, &names, i)
+            })
+        })
+    });
+
+    group.bench_function("registry, ManualClock, released by drop", |b| {
+        b.iter_custom(|iters| {
+            timed("registry/drop", iters, |i| {
+                let lock = manual
+                    .try_lock(&names[i % NAMES], "worker-1", TTL)
+                    .unwrap()
+                    .unwrap();
+                black_box(lock.token());
+                drop(lock);
             })
         })
     });
@@ -98,6 +133,17 @@ fn uncontended(c: &mut Criterion) {
                 let name = &names[i % NAMES];
                 let token = hand.try_lock(name, "worker-1", TTL).unwrap();
                 assert!(hand.release(name, token));
+            })
+        })
+    });
+
+    let dash = DashLeases::default();
+    group.bench_function("DashMap lease map", |b| {
+        b.iter_custom(|iters| {
+            timed("dashmap", iters, |i| {
+                let name = &names[i % NAMES];
+                let token = dash.try_lock(name, "worker-1", TTL).unwrap();
+                assert!(dash.release(name, token));
             })
         })
     });
@@ -148,12 +194,13 @@ fn held_paths(c: &mut Criterion) {
     group.finish();
 }
 
-/// Two threads, each doing `iters / 2` try_lock + release cycles over 64 shared names.
-fn two_threads(iters: u64, op: impl Fn(usize, usize) + Sync) -> Duration {
-    let barrier = Barrier::new(3);
-    let per_thread = (iters as usize).div_ceil(2);
-    thread::scope(|s| {
-        for t in 0..2 {
+/// `threads` threads, started together, each doing `iters / threads` (rounded up) calls of
+/// `op(thread, i)`. Records and returns the wall time, as ns per operation over all threads.
+fn in_threads(id: &str, threads: usize, iters: u64, op: impl Fn(usize, usize) + Sync) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    let per_thread = (iters as usize).div_ceil(threads);
+    let elapsed = thread::scope(|s| {
+        for t in 0..threads {
             let (barrier, op) = (&barrier, &op);
             s.spawn(move || {
                 barrier.wait();
@@ -167,38 +214,125 @@ fn two_threads(iters: u64, op: impl Fn(usize, usize) + Sync) -> Duration {
         let start = Instant::now();
         barrier.wait();
         start.elapsed()
-    })
+    });
+    record(id, (per_thread * threads) as u64, elapsed);
+    elapsed
 }
 
-fn contention(c: &mut Criterion) {
+/// A lease map under test in the threaded benchmarks: take `name` if free, then give it back.
+trait Cycle: Sync {
+    /// One try_lock, and a release when it was granted.
+    fn cycle(&self, name: &str);
+}
+
+impl<C: Clock + Send + Sync> Cycle for LockRegistry<C> {
+    fn cycle(&self, name: &str) {
+        if let Some(lock) = self.try_lock(name, "worker", TTL).unwrap() {
+            black_box(lock.token());
+            lock.release();
+        }
+    }
+}
+
+impl Cycle for Floor {
+    fn cycle(&self, name: &str) {
+        if self.insert(name) {
+            self.remove(name);
+        }
+    }
+}
+
+impl Cycle for StdFloor {
+    fn cycle(&self, name: &str) {
+        if self.insert(name) {
+            self.remove(name);
+        }
+    }
+}
+
+impl Cycle for HandRolled {
+    fn cycle(&self, name: &str) {
+        if let Some(token) = self.try_lock(name, "worker", TTL) {
+            self.release(name, token);
+        }
+    }
+}
+
+impl Cycle for DashLeases {
+    fn cycle(&self, name: &str) {
+        if let Some(token) = self.try_lock(name, "worker", TTL) {
+            self.release(name, token);
+        }
+    }
+}
+
+/// The maps in the threaded benchmarks: (id, label, map).
+fn contenders() -> Vec<(&'static str, &'static str, Box<dyn Cycle>)> {
+    vec![
+        (
+            "registry",
+            "registry, ManualClock",
+            Box::new(LockRegistry::new(ManualClock::new())),
+        ),
+        (
+            "floor",
+            "floor: hashbrown + spin::Mutex",
+            Box::new(Floor::default()),
+        ),
+        (
+            "floor-std",
+            "floor: hashbrown + std::sync::Mutex",
+            Box::new(StdFloor::default()),
+        ),
+        (
+            "hand-rolled",
+            "hand-rolled Mutex<HashMap>",
+            Box::new(HandRolled::default()),
+        ),
+        (
+            "dashmap",
+            "DashMap lease map",
+            Box::new(DashLeases::default()),
+        ),
+    ]
+}
+
+/// 1 thread against 2 on disjoint names (each thread its own 2,048 of the 4,096): does a
+/// second core add throughput?
+fn disjoint(c: &mut Criterion) {
+    let names = job_names(NAMES);
+    let half = NAMES / 2;
+    let mut group = c.benchmark_group("disjoint names: 1 thread vs 2");
+    for (id, label, map) in contenders() {
+        for threads in [1, 2] {
+            let key = format!("disjoint/{id}/{threads}");
+            group.bench_function(format!("{label}, {threads} thread(s)"), |b| {
+                b.iter_custom(|iters| {
+                    in_threads(&key, threads, iters, |t, i| {
+                        map.cycle(&names[t * half + i % half]);
+                    })
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// 4 threads on this 2-core machine, all on the same 64 names: contention and preemption of
+/// lock holders (where a spin lock's waiters burn their time slices).
+fn shared(c: &mut Criterion) {
     let names = job_names(64);
-    let mut group = c.benchmark_group("contention (2 threads, 64 shared names)");
-    let registry = LockRegistry::new(ManualClock::new());
-    group.bench_function("registry, ManualClock", |b| {
-        b.iter_custom(|iters| {
-            let elapsed = two_threads(iters, |t, i| {
-                let name = &names[(i * 7 + t * 32) % 64];
-                if let Some(lock) = registry.try_lock(name, "w", TTL).unwrap() {
-                    lock.release();
-                }
-            });
-            record("contended/registry", iters, elapsed);
-            elapsed
-        })
-    });
-    let hand = HandRolled::default();
-    group.bench_function("hand-rolled Mutex<HashMap> lease map", |b| {
-        b.iter_custom(|iters| {
-            let elapsed = two_threads(iters, |t, i| {
-                let name = &names[(i * 7 + t * 32) % 64];
-                if let Some(token) = hand.try_lock(name, "w", TTL) {
-                    hand.release(name, token);
-                }
-            });
-            record("contended/hand-rolled", iters, elapsed);
-            elapsed
-        })
-    });
+    let mut group = c.benchmark_group("4 threads, 64 shared names");
+    for (id, label, map) in contenders() {
+        let key = format!("shared4/{id}");
+        group.bench_function(label, |b| {
+            b.iter_custom(|iters| {
+                in_threads(&key, 4, iters, |t, i| {
+                    map.cycle(&names[(i * 7 + t * 16) % 64]);
+                })
+            })
+        });
+    }
     group.finish();
 }
 
@@ -222,69 +356,146 @@ fn scale(c: &mut Criterion) {
     group.finish();
 }
 
+/// "registry 1.50x faster" or "registry 1.20x slower", from the two times.
+fn registry_vs(theirs: f64, registry: f64) -> String {
+    if theirs >= registry {
+        format!("registry {:.2}x faster", theirs / registry)
+    } else {
+        format!("registry {:.2}x slower", registry / theirs)
+    }
+}
+
 fn report() {
     let m = |id: &str| median(id).unwrap_or(f64::NAN);
-    let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    let ns = "ns/op";
     let floor = m("floor");
     let manual = m("registry/manual");
     let tokio = m("registry/tokio");
     let hand = m("hand-rolled");
+    let dash = m("dashmap");
     let busy = m("busy");
-    let contended = m("contended/registry");
-    let contended_hand = m("contended/hand-rolled");
-    let (k1, m1) = (m("scale/1000"), m("scale/1000000"));
 
-    let mut out = String::new();
-    let mut line = |s: String| {
-        println!("{s}");
-        out.push_str(&s);
-        out.push('\n');
-    };
-    line("".into());
-    line("alkstore-mem benchmark report (median ns/op over criterion samples; ratios within this run)".into());
-    line("| benchmark | ns/op | ratio | target |".into());
-    line("| --- | ---: | ---: | --- |".into());
-    line(format!(
-        "| floor: hashbrown + spin insert/remove (4096 names) | {floor:.1} | 1.00x floor | |"
-    ));
-    line(format!(
-        "| try_lock + release, ManualClock | {manual:.1} | {:.2}x floor | <= 1.5x floor: {} |",
-        manual / floor,
-        verdict(manual / floor <= 1.5)
-    ));
-    line(format!(
-        "| try_lock + release, TokioClock | {tokio:.1} | {:.2}x floor | <= 1.5x floor: {} |",
-        tokio / floor,
-        verdict(tokio / floor <= 1.5)
-    ));
-    line(format!(
-        "| hand-rolled Mutex<HashMap> lease map | {hand:.1} | registry {:.2}x faster | >= 2x: {} |",
-        hand / manual,
-        verdict(hand / manual >= 2.0)
-    ));
-    line(format!(
-        "| busy try_lock | {busy:.1} | | < 20 ns: {} |",
-        verdict(busy < 20.0)
-    ));
-    line(format!("| renew | {:.1} | | |", m("renew")));
-    line(format!("| holder | {:.1} | | |", m("holder")));
-    line(format!("| is_held | {:.1} | | |", m("is_held")));
-    line(format!(
-        "| contention, 2 threads x 64 names: registry | {contended:.1} | registry {:.2}x faster than hand-rolled | |",
-        contended_hand / contended
-    ));
-    line(format!(
-        "| contention, 2 threads x 64 names: hand-rolled | {contended_hand:.1} | | |"
-    ));
-    line(format!("| scale: 1,000 live leases | {k1:.1} | 1.00x | |"));
-    line(format!(
-        "| scale: 1,000,000 live leases | {m1:.1} | {:.2}x the 1k cost | <= 2x: {} |",
-        m1 / k1,
-        verdict(m1 / k1 <= 2.0)
-    ));
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target");
-    let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("bench-speed.md"), out);
+    let mut rows = vec![
+        Row::new(
+            "floor",
+            "floor: hashbrown + spin insert/remove (4096 names)",
+            floor,
+            ns,
+        )
+        .ratio("1.00x floor".into()),
+        Row::new(
+            "floor/std",
+            "floor with std::sync::Mutex",
+            m("floor/std"),
+            ns,
+        )
+        .ratio(format!("{:.2}x floor", m("floor/std") / floor)),
+        Row::new(
+            "cycle/manual",
+            "try_lock + release, ManualClock",
+            manual,
+            ns,
+        )
+        .ratio(format!("{:.2}x floor", manual / floor))
+        .target("<= 1.5x floor", manual / floor <= 1.5),
+        Row::new(
+            "cycle/drop",
+            "try_lock + drop of Lock, ManualClock",
+            m("registry/drop"),
+            ns,
+        )
+        .ratio(format!("{:.2}x floor", m("registry/drop") / floor)),
+        Row::new("cycle/tokio", "try_lock + release, TokioClock", tokio, ns)
+            .ratio(format!("{:.2}x floor", tokio / floor))
+            .target("<= 1.5x floor", tokio / floor <= 1.5),
+    ];
+    for (key, label, theirs) in [
+        (
+            "hand-rolled",
+            "hand-rolled Mutex<HashMap> lease map (reads Instant::now)",
+            hand,
+        ),
+        ("dashmap", "DashMap lease map (reads Instant::now)", dash),
+    ] {
+        rows.push(
+            Row::new(key, label, theirs, ns)
+                .ratio(format!(
+                    "{} (TokioClock: {})",
+                    registry_vs(theirs, manual),
+                    registry_vs(theirs, tokio)
+                ))
+                .target("registry >= 1.8x faster", theirs / manual >= 1.8),
+        );
+    }
+    rows.push(
+        Row::new("busy", "busy try_lock (4096 held names)", busy, ns)
+            .target("<= 15 ns", busy <= 15.0),
+    );
+    for (key, label) in [
+        ("renew", "renew"),
+        ("holder", "holder"),
+        ("is_held", "is_held"),
+    ] {
+        rows.push(Row::new(key, label, m(key), ns));
+    }
+    for (id, label, _) in contenders() {
+        let (one, two) = (
+            m(&format!("disjoint/{id}/1")),
+            m(&format!("disjoint/{id}/2")),
+        );
+        rows.push(Row::new(
+            &format!("disjoint1/{id}"),
+            &format!("1 thread, disjoint names: {label}"),
+            one,
+            ns,
+        ));
+        let row = Row::new(
+            &format!("disjoint2/{id}"),
+            &format!("2 threads, disjoint names: {label}"),
+            two,
+            ns,
+        )
+        .ratio(format!("{:.2}x the throughput of 1 thread", one / two));
+        rows.push(if id == "registry" {
+            row.target(">= 1.6x", one / two >= 1.6)
+        } else {
+            row
+        });
+    }
+    let shared_registry = m("shared4/registry");
+    for (id, label, _) in contenders() {
+        let value = m(&format!("shared4/{id}"));
+        let ratio = match id {
+            "registry" => String::new(),
+            "floor-std" => format!(
+                "{:.2}x the spin floor's time; {}",
+                value / m("shared4/floor"),
+                registry_vs(value, shared_registry)
+            ),
+            _ => registry_vs(value, shared_registry),
+        };
+        rows.push(
+            Row::new(
+                &format!("shared4/{id}"),
+                &format!("4 threads on 2 cores, 64 shared names: {label}"),
+                value,
+                ns,
+            )
+            .ratio(ratio),
+        );
+    }
+    let (k1, m1) = (m("scale/1000"), m("scale/1000000"));
+    rows.push(Row::new("scale/1000", "scale: 1,000 live leases", k1, ns).ratio("1.00x".into()));
+    rows.push(
+        Row::new("scale/1000000", "scale: 1,000,000 live leases", m1, ns)
+            .ratio(format!("{:.2}x the 1k cost", m1 / k1))
+            .target("<= 2x", m1 / k1 <= 2.0),
+    );
+    report::publish(
+        "speed",
+        "alkstore-mem speed (median ns/op over criterion samples; ratios within this run)",
+        &rows,
+    );
 }
 
 fn main() {
@@ -295,7 +506,8 @@ fn main() {
         .configure_from_args();
     uncontended(&mut criterion);
     held_paths(&mut criterion);
-    contention(&mut criterion);
+    disjoint(&mut criterion);
+    shared(&mut criterion);
     scale(&mut criterion);
     criterion.final_summary();
     report();

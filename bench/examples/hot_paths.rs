@@ -1,15 +1,19 @@
 //! Runs one hot path N times, for instruction counting under callgrind, where numbers are
 //! repeatable on a noisy machine (`scripts/instructions.sh` runs it twice and takes the
-//! difference, so setup cancels out).
+//! difference, so setup cancels out). Built in the workspace (thin LTO) and in
+//! bench/downstream (no LTO); the baselines are compiled into this crate in both.
 //!
 //! Usage: hot_paths <path> <iterations>, path one of: floor, cycle, busy, renew, holder,
-//! is_held, hand-rolled.
+//! is_held, hand-rolled, dashmap, floor-std.
+
+#[path = "../src/baselines.rs"]
+mod baselines;
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use alkstore_mem::{LockRegistry, ManualClock};
-use alkstore_mem_bench::{Floor, HandRolled, job_names};
+use baselines::{DashLeases, Floor, HandRolled, StdFloor, job_names};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -27,6 +31,20 @@ fn main() {
             for i in 0..n {
                 assert!(floor.insert(name(i)));
                 assert!(floor.remove(name(i)));
+            }
+        }
+        "floor-std" => {
+            let floor = StdFloor::default();
+            for i in 0..n {
+                assert!(floor.insert(name(i)));
+                assert!(floor.remove(name(i)));
+            }
+        }
+        "dashmap" => {
+            let dash = DashLeases::default();
+            for i in 0..n {
+                let token = dash.try_lock(name(i), "worker-1", TTL).unwrap();
+                assert!(dash.release(name(i), token));
             }
         }
         "hand-rolled" => {
