@@ -37,8 +37,7 @@
 //! # }
 //! ```
 #![forbid(unsafe_code)]
-#![deny(missing_docs)]
-#![warn(missing_debug_implementations)]
+#![deny(missing_docs, missing_debug_implementations)]
 
 mod clocks;
 mod millis;
@@ -70,3 +69,8 @@ pub type WebLock = Lock<PerformanceClock>;
 /// The future of [`WebLockRegistry::acquire`]: waits for a lock, optionally bounded with
 /// [`timeout`](Acquire::timeout).
 pub type WebAcquire = Acquire<PerformanceClock>;
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
