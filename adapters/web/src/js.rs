@@ -1,13 +1,13 @@
 //! The browser backend (wasm32): `performance.now()`, `Date.now()` and `setTimeout`.
 
-use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll};
+use core::cell::Cell;
+use core::fmt;
+use core::task::{Context, Poll, Waker};
+use std::rc::Rc;
 
 use alkstore_mem::Timestamp;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::millis::{millis_f64_until, timestamp_from_millis_f64};
 
@@ -76,24 +76,38 @@ fn global_performance() -> Option<Performance> {
     now.is_function().then(|| performance.unchecked_into())
 }
 
-/// A `setTimeout` promise, cleared if dropped before it fired.
-#[derive(Debug)]
+/// A `setTimeout` whose callback wakes the sleep's latest waker; cleared if dropped before
+/// it fired. A plain callback rather than a promise: no `Promise` or `JsFuture` per sleep,
+/// and a smaller `.wasm`.
 pub(crate) struct Sleep {
-    promise: JsFuture,
+    fired: Rc<Fired>,
     timeout_id: JsValue,
-    done: bool,
+    /// The `setTimeout` handler: kept alive until the timer fired or was cleared.
+    _callback: Closure<dyn FnMut()>,
+}
+
+/// What the handler shares with its sleep.
+#[derive(Default)]
+struct Fired {
+    fired: Cell<bool>,
+    waker: Cell<Option<Waker>>,
 }
 
 impl Sleep {
     pub(crate) fn new(millis: f64) -> Self {
-        let mut timeout_id = JsValue::UNDEFINED;
-        let promise = js_sys::Promise::new(&mut |resolve, _reject| {
-            timeout_id = set_timeout(&resolve, millis);
+        let fired = Rc::new(Fired::default());
+        let handler = Rc::clone(&fired);
+        let callback = Closure::<dyn FnMut()>::new(move || {
+            handler.fired.set(true);
+            if let Some(waker) = handler.waker.take() {
+                waker.wake();
+            }
         });
+        let timeout_id = set_timeout(callback.as_ref().unchecked_ref(), millis);
         Sleep {
-            promise: JsFuture::from(promise),
+            fired,
             timeout_id,
-            done: false,
+            _callback: callback,
         }
     }
 
@@ -103,20 +117,28 @@ impl Sleep {
     }
 
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        match Pin::new(&mut self.promise).poll(cx) {
-            Poll::Ready(_) => {
-                self.done = true;
-                Poll::Ready(())
-            }
-            Poll::Pending => Poll::Pending,
+        if self.fired.fired.get() {
+            return Poll::Ready(());
         }
+        self.fired.waker.set(Some(cx.waker().clone()));
+        Poll::Pending
     }
 }
 
 impl Drop for Sleep {
     fn drop(&mut self) {
-        if !self.done {
+        // Cleared before the handler is dropped, so it never runs after that.
+        if !self.fired.fired.get() {
             clear_timeout(&self.timeout_id);
         }
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("fired", &self.fired.fired.get())
+            .field("timeout_id", &self.timeout_id)
+            .finish_non_exhaustive()
     }
 }

@@ -9,14 +9,14 @@ use alkstore_mem::{Clock, Timer, Timestamp};
 use crate::clocks::{DateClock, PerformanceClock};
 use crate::sys;
 
-/// A sleep on a browser clock: a `setTimeout` promise, cleared if the sleep is dropped first.
+/// A sleep on a browser clock: a `setTimeout` timer, cleared if the sleep is dropped first.
 ///
 /// The delay is the clock's distance to the deadline, rounded up to whole milliseconds and
 /// capped at `setTimeout`'s limit (2^31 - 1 ms); waiting code rechecks the clock when it
 /// ends, so a capped or throttled timer only costs another sleep.
 ///
 /// # Targets
-/// On `wasm32` it is the `setTimeout` promise above. Elsewhere it is a stand-in for host
+/// On `wasm32` it is the `setTimeout` timer above, whose handler wakes the sleep. Elsewhere it is a stand-in for host
 /// tooling and tests that needs no async runtime: the sleep registers its deadline (an
 /// [`std::time::Instant`], to the nanosecond) with one process-wide timer thread, started by
 /// the first sleep that has to wait, which wakes it when the deadline has passed. Dropping the
