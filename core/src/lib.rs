@@ -44,7 +44,7 @@
 //! ```
 #![no_std]
 #![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations)]
+#![deny(missing_docs, missing_debug_implementations)]
 
 extern crate alloc;
 #[cfg(any(test, feature = "std"))]

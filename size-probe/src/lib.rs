@@ -1,5 +1,6 @@
 //! A small wasm module of the kind users build: a page-wide lock registry on
-//! `performance.now()`, exposed to JavaScript as try_lock / renew / release / holder.
+//! `performance.now()` with a capacity limit, exposed to JavaScript as tryLock / acquire (a
+//! Promise, with a bounded wait on `setTimeout`) / renew / release / holder.
 //! `make size` builds it for size and reports the `.wasm` bytes, raw and gzipped.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -10,16 +11,28 @@ mod exports {
     use std::collections::HashMap;
     use std::time::Duration;
 
-    use alkstore_mem_web::{Lock, LockRegistry, PerformanceClock};
+    use alkstore_mem_web::{Config, Lock, PerformanceClock, WebLock, WebLockRegistry};
     use wasm_bindgen::prelude::*;
 
     thread_local! {
-        static REGISTRY: LockRegistry<PerformanceClock> = LockRegistry::new(PerformanceClock::new());
-        static HELD: RefCell<HashMap<u64, Lock<PerformanceClock>>> = RefCell::new(HashMap::new());
+        static REGISTRY: WebLockRegistry = WebLockRegistry::with_config(
+            PerformanceClock::new(),
+            Config::new().with_max_locks(10_000),
+        );
+        static HELD: RefCell<HashMap<u64, WebLock>> = RefCell::new(HashMap::new());
     }
 
     fn ttl(millis: f64) -> Duration {
         Duration::from_secs_f64((millis / 1000.0).clamp(0.0, 1e9))
+    }
+
+    /// Keeps a granted lock under its token; the token as JavaScript sees it, 0 for none.
+    fn keep(lock: Option<WebLock>) -> f64 {
+        lock.map_or(0.0, |lock| {
+            let token = lock.token();
+            HELD.with(|h| h.borrow_mut().insert(token, lock));
+            token as f64
+        })
     }
 
     /// Takes `name` for `owner` for `ttl_ms`; returns the fencing token, 0 when busy.
@@ -27,11 +40,21 @@ mod exports {
     #[wasm_bindgen(js_name = tryLock)]
     pub fn try_lock(name: &str, owner: &str, ttl_ms: f64) -> Result<f64, JsError> {
         let lock = REGISTRY.with(|r| r.try_lock(name, owner, ttl(ttl_ms)))?;
-        Ok(lock.map_or(0.0, |lock| {
-            let token = lock.token();
-            HELD.with(|h| h.borrow_mut().insert(token, lock));
-            token as f64
-        }))
+        Ok(keep(lock))
+    }
+
+    /// Waits up to `wait_ms` for `name`, then holds it for `ttl_ms`: a Promise of the fencing
+    /// token, 0 when the wait elapsed. Rejects with the error message on bad input.
+    #[wasm_bindgen]
+    pub async fn acquire(
+        name: String,
+        owner: String,
+        ttl_ms: f64,
+        wait_ms: f64,
+    ) -> Result<f64, JsError> {
+        let waiting =
+            REGISTRY.with(|r| r.acquire(&name, &owner, ttl(ttl_ms)).timeout(ttl(wait_ms)));
+        Ok(keep(waiting.await?))
     }
 
     /// Renews the lease with `token` for `ttl_ms` from now; throws when it lapsed.

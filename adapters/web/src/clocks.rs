@@ -1,32 +1,32 @@
-//! The browser clocks (wasm32 only): [`PerformanceClock`] and [`DateClock`].
+//! The browser clocks, [`PerformanceClock`] and [`DateClock`], on every target.
 
 use alkstore_mem::{Clock, Timestamp};
-use wasm_bindgen::JsCast;
-use wasm_bindgen::prelude::*;
 
-use crate::millis::timestamp_from_millis_f64;
+use crate::sys;
 
-#[wasm_bindgen]
-extern "C" {
-    /// The global scope's `performance` object (window or worker).
-    #[derive(Clone, Debug)]
-    type Performance;
-
-    #[wasm_bindgen(method, js_name = now)]
-    fn now(this: &Performance) -> f64;
-}
-
-/// A [`Clock`] on `Date.now()`: wall-clock milliseconds since the Unix epoch.
+/// A [`Clock`] on `Date.now()`: wall-clock time since the Unix epoch.
 ///
-/// Millisecond resolution. A wall clock can step backwards (NTP corrections, the user
-/// setting the time); the core clamps every reading to the latest one it has seen, so a
-/// lease seen lapsed stays lapsed and nothing panics, while leases stop aging until the
-/// clock catches up again. Prefer [`PerformanceClock`] where it exists.
+/// A wall clock can step backwards (NTP corrections, the user setting the time); the core
+/// clamps every reading to the latest one it has seen, so a lease seen lapsed stays lapsed and
+/// nothing panics, while leases stop aging until the clock catches up again. Prefer
+/// [`PerformanceClock`] where it exists.
+///
+/// # Targets
+/// On `wasm32` it reads `Date.now()` (millisecond resolution). Elsewhere it is a stand-in for
+/// host tooling and tests: `SystemTime` since `UNIX_EPOCH`, at the resolution the OS gives.
+///
+/// # Example
+/// ```
+/// use alkstore_mem_web::{Clock, DateClock};
+///
+/// // Some time after 2020-09-13, in milliseconds since the Unix epoch.
+/// assert!(DateClock::new().now().as_millis() > 1_600_000_000_000);
+/// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DateClock;
 
 impl DateClock {
-    /// The clock. It holds nothing: every reading calls `Date.now()`.
+    /// The clock. It holds nothing: every reading calls `Date.now()` (natively, `SystemTime::now()`).
     pub fn new() -> Self {
         DateClock
     }
@@ -34,7 +34,7 @@ impl DateClock {
 
 impl Clock for DateClock {
     fn now(&self) -> Timestamp {
-        timestamp_from_millis_f64(js_sys::Date::now())
+        sys::date_now()
     }
 }
 
@@ -45,31 +45,48 @@ impl Clock for DateClock {
 /// [`try_new`](Self::try_new) returns `None` and [`new`](Self::new) falls back to
 /// `Date.now()`, as [`DateClock`] does, with its caveats; [`is_monotonic`](Self::is_monotonic)
 /// tells which one you got. No call throws a JavaScript exception.
+///
+/// # Targets
+/// On `wasm32` it reads `performance.now()` as above. Elsewhere it is a stand-in with the
+/// same API, so that rust-analyzer, `cargo check` and native tests work on code written for
+/// the browser: a monotonic [`std::time::Instant`] since a process-wide origin (set by the
+/// first `PerformanceClock` created), [`try_new`](Self::try_new) always returns `Some`, and
+/// [`is_monotonic`](Self::is_monotonic) is `true`. Its sleeps run on one shared timer thread
+/// (see [`TimeoutSleep`](crate::TimeoutSleep)): fine for tools and tests, not meant for
+/// production servers, which should use `alkstore-mem-tokio`.
+///
+/// # Example
+/// ```
+/// use alkstore_mem_web::{Clock, PerformanceClock};
+///
+/// let clock = PerformanceClock::new();
+/// let before = clock.now();
+/// assert!(clock.now() >= before, "monotonic");
+/// # assert!(clock.is_monotonic());
+/// ```
 #[derive(Clone, Debug)]
 pub struct PerformanceClock {
-    /// `None`: the fallback to `Date.now()`.
-    performance: Option<Performance>,
+    source: sys::PerformanceSource,
 }
 
 impl PerformanceClock {
     /// `performance.now()` where the global scope has it, `Date.now()` otherwise.
     pub fn new() -> Self {
         PerformanceClock {
-            performance: global_performance(),
+            source: sys::PerformanceSource::new(),
         }
     }
 
     /// `performance.now()`, or `None` where the global scope has no `performance.now`.
+    /// Always `Some` on targets other than `wasm32`.
     pub fn try_new() -> Option<Self> {
-        global_performance().map(|performance| PerformanceClock {
-            performance: Some(performance),
-        })
+        sys::PerformanceSource::try_new().map(|source| PerformanceClock { source })
     }
 
-    /// `true` when this clock reads `performance.now()`, `false` when it fell back to
-    /// `Date.now()`.
+    /// `true` when this clock reads `performance.now()` (or, natively, `Instant`), `false`
+    /// when it fell back to `Date.now()`.
     pub fn is_monotonic(&self) -> bool {
-        self.performance.is_some()
+        self.source.is_monotonic()
     }
 }
 
@@ -81,21 +98,6 @@ impl Default for PerformanceClock {
 
 impl Clock for PerformanceClock {
     fn now(&self) -> Timestamp {
-        let millis = match &self.performance {
-            Some(performance) => performance.now(),
-            None => js_sys::Date::now(),
-        };
-        timestamp_from_millis_f64(millis)
+        self.source.now()
     }
-}
-
-/// The global scope's `performance`, if it is an object with a `now` function.
-fn global_performance() -> Option<Performance> {
-    let global = js_sys::global();
-    let performance = js_sys::Reflect::get(&global, &JsValue::from_str("performance")).ok()?;
-    if !performance.is_object() {
-        return None;
-    }
-    let now = js_sys::Reflect::get(&performance, &JsValue::from_str("now")).ok()?;
-    now.is_function().then(|| performance.unchecked_into())
 }

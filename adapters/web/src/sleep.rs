@@ -1,55 +1,61 @@
-//! [`TimeoutSleep`]: the browser clocks' [`Timer`](alkstore_mem::Timer) sleeps, on `setTimeout`.
+//! [`TimeoutSleep`]: the browser clocks' [`Timer`] sleeps, on `setTimeout`.
 
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
 use alkstore_mem::{Clock, Timer, Timestamp};
-use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::JsFuture;
 
 use crate::clocks::{DateClock, PerformanceClock};
-use crate::millis::millis_f64_until;
+use crate::sys;
 
-#[wasm_bindgen]
-extern "C" {
-    // The global scope's timers: present in windows and workers alike.
-    #[wasm_bindgen(js_name = setTimeout)]
-    fn set_timeout(handler: &js_sys::Function, millis: f64) -> JsValue;
-
-    #[wasm_bindgen(js_name = clearTimeout)]
-    fn clear_timeout(id: &JsValue);
-}
-
-/// A sleep on a browser clock: a `setTimeout` promise, cleared if the sleep is dropped first.
+/// A sleep on a browser clock: a `setTimeout` timer, cleared if the sleep is dropped first.
 ///
 /// The delay is the clock's distance to the deadline, rounded up to whole milliseconds and
 /// capped at `setTimeout`'s limit (2^31 - 1 ms); waiting code rechecks the clock when it
 /// ends, so a capped or throttled timer only costs another sleep.
+///
+/// # Targets
+/// On `wasm32` it is the `setTimeout` timer above, whose handler wakes the sleep. Elsewhere it is a stand-in for host
+/// tooling and tests that needs no async runtime: the sleep registers its deadline (an
+/// [`std::time::Instant`], to the nanosecond) with one process-wide timer thread, started by
+/// the first sleep that has to wait, which wakes it when the deadline has passed. Dropping the
+/// sleep removes its deadline, so a dropped sleep is never woken. Production servers should
+/// use `alkstore-mem-tokio` instead.
+///
+/// # Example
+/// ```
+/// use alkstore_mem_web::{Clock, PerformanceClock, Timer};
+/// use core::time::Duration;
+///
+/// # async fn demo() {
+/// let clock = PerformanceClock::new();
+/// let deadline = clock.now().saturating_add(Duration::from_millis(10));
+/// clock.sleep_until(deadline).await;
+/// assert!(clock.now() >= deadline);
+/// # }
+/// # #[cfg(not(target_arch = "wasm32"))]
+/// # futures_lite::future::block_on(demo());
+/// ```
 #[must_use = "a sleep does nothing unless polled"]
 #[derive(Debug)]
 pub struct TimeoutSleep {
-    promise: JsFuture,
-    timeout_id: JsValue,
-    done: bool,
+    inner: sys::Sleep,
 }
 
 impl TimeoutSleep {
     /// A sleep of `millis` milliseconds (rounded up by the browser to its timer resolution).
+    /// A NaN or negative `millis` counts as zero.
     pub fn new(millis: f64) -> Self {
-        let mut timeout_id = JsValue::UNDEFINED;
-        let promise = js_sys::Promise::new(&mut |resolve, _reject| {
-            timeout_id = set_timeout(&resolve, millis);
-        });
         TimeoutSleep {
-            promise: JsFuture::from(promise),
-            timeout_id,
-            done: false,
+            inner: sys::Sleep::new(millis),
         }
     }
 
     fn until(now: Timestamp, deadline: Timestamp) -> Self {
-        Self::new(millis_f64_until(now, deadline))
+        TimeoutSleep {
+            inner: sys::Sleep::until(now, deadline),
+        }
     }
 }
 
@@ -57,21 +63,7 @@ impl Future for TimeoutSleep {
     type Output = ();
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match Pin::new(&mut self.promise).poll(cx) {
-            Poll::Ready(_) => {
-                self.done = true;
-                Poll::Ready(())
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl Drop for TimeoutSleep {
-    fn drop(&mut self) {
-        if !self.done {
-            clear_timeout(&self.timeout_id);
-        }
+        self.inner.poll(cx)
     }
 }
 
