@@ -74,7 +74,7 @@
 //! # }
 //! ```
 #![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations)]
+#![deny(missing_docs, missing_debug_implementations)]
 
 mod clock;
 
