@@ -23,6 +23,7 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::task::Waker;
 use core::time::Duration;
@@ -30,7 +31,7 @@ use core::time::Duration;
 use hashbrown::{HashMap, HashTable, hash_table};
 
 use crate::error::LockError;
-use crate::lease::{LeaseInfo, lease_text};
+use crate::lease::{LeaseInfo, Text};
 use crate::snapshot::{Snapshot, Waiting};
 use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText, shrink_if_sparse};
 use crate::time::{Timestamp, live};
@@ -106,7 +107,7 @@ impl Request {
     pub(crate) fn new(name: &str, owner: &str, hash: u64, ttl: Duration) -> Self {
         Request {
             text: OwnedText {
-                text: lease_text(name, owner),
+                text: Text::join(name, owner),
                 name_len: name.len(),
             },
             hash,
@@ -150,7 +151,7 @@ pub(crate) enum Standing {
 pub(crate) struct Deferred {
     wake: Vec<Waker>,
     discard: Vec<Waker>,
-    freed: Option<Box<str>>,
+    freed: Option<Arc<str>>,
 }
 
 impl Deferred {
@@ -162,7 +163,7 @@ impl Deferred {
         self.discard.extend(waker);
     }
 
-    fn free(&mut self, text: Option<Box<str>>) {
+    fn free(&mut self, text: Option<Arc<str>>) {
         // At most one text per operation in practice; a second is simply dropped here.
         if self.freed.is_none() {
             self.freed = text;
@@ -305,14 +306,9 @@ impl State {
         for queue in self.queues.iter() {
             for id in &queue.ids {
                 if let Some(waiter) = self.waiters.get(id).filter(|w| w.granted.is_none()) {
-                    let text = &waiter.request.text;
                     snapshot.waiting.push(Waiting {
                         name: queue.name.as_ref().into(),
-                        owner: text
-                            .text
-                            .get(text.name_len + 1..)
-                            .unwrap_or_default()
-                            .into(),
+                        owner: waiter.request.text.owner().into(),
                     });
                 }
             }
@@ -427,8 +423,8 @@ impl State {
             // It was first in line: back to the head of the queue, with its text again.
             if let Some(waiter) = self.waiters.get_mut(&id) {
                 waiter.request.text = OwnedText {
-                    text: lease_text(lease.name(), lease.owner()),
                     name_len: lease.name().len(),
+                    text: lease.text,
                 };
             }
             self.enqueue(id, true);

@@ -1,6 +1,5 @@
 //! [`LockTable`]: the lock contract as a pure, deterministic state machine.
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::fmt;
 use core::hash::BuildHasher;
@@ -11,7 +10,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::config::Config;
 use crate::error::LockError;
-use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
+use crate::lease::{LeaseInfo, Text};
 use crate::padded::CachePadded;
 use crate::time::{Timestamp, live};
 use crate::validate::{check_name, check_request, check_ttl};
@@ -22,19 +21,14 @@ const LAPSED: Timestamp = Timestamp::ZERO;
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
 const MIN_SWEEP_LEN: usize = 16;
 
-/// One entry of the table: 32 bytes plus its `name\0owner` text.
+/// One entry of the table: 56 bytes, its `name\0owner` text included when that is short
+/// (up to 30 bytes), and the name's hash, so that growing, shrinking and sweeping the table
+/// never hash a name again.
 struct Slot {
-    text: Box<str>,
+    text: Text,
+    hash: u64,
     token: u64,
     deadline: Timestamp,
-}
-
-impl Slot {
-    /// The hash of the slot's name: what the table rehashes by when it grows or shrinks,
-    /// and what a sweep looks up among the pins.
-    fn hash(&self, hasher: &DefaultHashBuilder) -> u64 {
-        hasher.hash_one(text_name(&self.text))
-    }
 }
 
 /// The named-lock contract as a sans-IO state machine: no clock, no lock, no background task.
@@ -229,7 +223,7 @@ impl LockTable {
         let now = self.clamp(now);
         let found = self
             .entries
-            .find_mut(hash, |e| text_has_name(&e.text, source.name()));
+            .find_mut(hash, |e| e.hash == hash && e.text.has_name(source.name()));
         if found.as_ref().is_some_and(|e| live(e.deadline, now)) {
             self.latest = now;
             self.tick(now);
@@ -247,12 +241,12 @@ impl LockTable {
             Some(slot) => {
                 let token = take_token(&self.pool, &mut self.next_token);
                 let name_len = source.name().len();
-                *slot = Slot {
-                    text: source.into_text(),
-                    token,
-                    deadline,
-                };
-                let lease = LeaseInfo::new(&slot.text, name_len, hash, token, deadline);
+                let text = source.into_text();
+                slot.token = token;
+                slot.deadline = deadline;
+                // The old text goes (inline: nothing to free; shared: perhaps still a handle's).
+                let lease = LeaseInfo::new(text.clone(), name_len, hash, token, deadline);
+                slot.text = text;
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
                 self.tick(now);
                 Grant::Granted(lease)
@@ -279,14 +273,14 @@ impl LockTable {
         let token = take_token(&self.pool, &mut self.next_token);
         let name_len = source.name().len();
         let text = source.into_text();
-        let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
-        let hasher = &self.hasher;
+        let lease = LeaseInfo::new(text.clone(), name_len, hash, token, deadline);
         let slot = Slot {
             text,
+            hash,
             token,
             deadline,
         };
-        self.entries.insert_unique(hash, slot, |e| e.hash(hasher));
+        self.entries.insert_unique(hash, slot, |e| e.hash);
         self.earliest_deadline = self.earliest_deadline.min(deadline);
         lease
     }
@@ -359,13 +353,13 @@ impl LockTable {
         self.release_keeping_text(lease, now).0
     }
 
-    /// `release`, handing back the freed entry's text so that the caller can free it after
-    /// leaving its critical section.
+    /// `release`, handing back the freed entry's allocated text (a long one), so that the
+    /// caller can free it after leaving its critical section.
     pub(crate) fn release_keeping_text(
         &mut self,
         lease: &LeaseInfo,
         now: Timestamp,
-    ) -> (bool, Option<Box<str>>) {
+    ) -> (bool, Option<Arc<str>>) {
         let now = self.observe(now);
         match self
             .entries
@@ -374,10 +368,9 @@ impl LockTable {
             Ok(entry) => {
                 let (entry, _) = entry.remove();
                 self.forget_entries(1);
-                let hasher = &self.hasher;
-                shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
+                shrink_if_sparse(&mut self.entries, |e| e.hash);
                 self.tick(now);
-                (live(entry.deadline, now), Some(entry.text))
+                (live(entry.deadline, now), entry.text.into_shared())
             }
             Err(_) => {
                 self.tick(now);
@@ -434,14 +427,13 @@ impl LockTable {
         out: &mut alloc::vec::Vec<LeaseInfo>,
     ) {
         let now = self.observe(now);
-        let hasher = &self.hasher;
         out.extend(
             self.entries
                 .iter()
                 .filter(|e| live(e.deadline, now))
                 .map(|e| {
-                    let name_len = text_name(&e.text).len();
-                    LeaseInfo::new(&e.text, name_len, e.hash(hasher), e.token, e.deadline)
+                    let name_len = e.text.name_len();
+                    LeaseInfo::new(e.text.clone(), name_len, e.hash, e.token, e.deadline)
                 }),
         );
     }
@@ -461,9 +453,11 @@ impl LockTable {
         now: Timestamp,
     ) -> Option<LeaseInfo> {
         let now = self.observe(now);
-        let holder = (self.entries.find(hash, |e| text_has_name(&e.text, name)))
-            .filter(|e| live(e.deadline, now))
-            .map(|e| LeaseInfo::new(&e.text, name.len(), hash, e.token, e.deadline));
+        let holder = (self
+            .entries
+            .find(hash, |e| e.hash == hash && e.text.has_name(name)))
+        .filter(|e| live(e.deadline, now))
+        .map(|e| LeaseInfo::new(e.text.clone(), name.len(), hash, e.token, e.deadline));
         self.tick(now);
         holder
     }
@@ -476,17 +470,14 @@ impl LockTable {
         let before = self.entries.len();
         if now >= self.earliest_deadline {
             let mut earliest = Timestamp::MAX;
-            let (pins, hasher) = (&self.pins, &self.hasher);
+            let pins = &self.pins;
             self.entries.retain(|e| {
                 if live(e.deadline, now) {
                     earliest = earliest.min(e.deadline);
                     return true;
                 }
                 // Lapsed: kept only if a waiter is to be handed it.
-                !pins.is_empty() && {
-                    let hash = e.hash(hasher);
-                    pins.find(hash, |p| p.0 == hash).is_some()
-                }
+                !pins.is_empty() && pins.find(e.hash, |p| p.0 == e.hash).is_some()
             });
             self.earliest_deadline = earliest;
         }
@@ -494,8 +485,7 @@ impl LockTable {
         self.forget_entries(before - len);
         self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
         self.ops_until_sweep = MIN_SWEEP_LEN.max(len / 4);
-        let hasher = &self.hasher;
-        shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
+        shrink_if_sparse(&mut self.entries, |e| e.hash);
         before - len
     }
 
@@ -533,7 +523,7 @@ impl LockTable {
     /// The deadline of the live lease on `name`, if there is one.
     pub(crate) fn live_deadline(&self, hash: u64, name: &str, now: Timestamp) -> Option<Timestamp> {
         self.entries
-            .find(hash, |e| text_has_name(&e.text, name))
+            .find(hash, |e| e.hash == hash && e.text.has_name(name))
             .map(|e| e.deadline)
             .filter(|&deadline| live(deadline, now))
     }
@@ -585,7 +575,7 @@ pub(crate) trait LeaseSource {
         Ok(())
     }
     /// The lease's `name\0owner` text, built or handed over only when granted.
-    fn into_text(self) -> Box<str>;
+    fn into_text(self) -> Text;
 }
 
 /// A name and an owner borrowed from the caller: the text is built only if granted.
@@ -610,8 +600,9 @@ impl LeaseSource for Joined<'_> {
             .map_err(|refusal| refusal.into_error(self.name, self.owner, Duration::ZERO))
     }
 
-    fn into_text(self) -> Box<str> {
-        lease_text(self.name, self.owner)
+    #[inline]
+    fn into_text(self) -> Text {
+        Text::join(self.name, self.owner)
     }
 }
 
@@ -619,7 +610,7 @@ impl LeaseSource for Joined<'_> {
 /// `name_len` bytes.
 #[derive(Debug)]
 pub(crate) struct OwnedText {
-    pub(crate) text: Box<str>,
+    pub(crate) text: Text,
     pub(crate) name_len: usize,
 }
 
@@ -627,18 +618,26 @@ impl OwnedText {
     /// No text: what a waiter keeps while the table holds its text.
     pub(crate) fn empty() -> Self {
         OwnedText {
-            text: Box::default(),
+            text: Text::empty(),
             name_len: 0,
         }
+    }
+
+    /// The owner part of the text.
+    pub(crate) fn owner(&self) -> &str {
+        self.text
+            .as_str()
+            .get(self.name_len + 1..)
+            .unwrap_or_default()
     }
 }
 
 impl LeaseSource for OwnedText {
     fn name(&self) -> &str {
-        self.text.get(..self.name_len).unwrap_or_default()
+        self.text.as_str().get(..self.name_len).unwrap_or_default()
     }
 
-    fn into_text(self) -> Box<str> {
+    fn into_text(self) -> Text {
         self.text
     }
 }
@@ -679,5 +678,17 @@ impl fmt::Debug for LockTable {
             .field("next_token", &self.next_token)
             .field("config", &self.config)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_is_56_bytes_with_its_short_text_inline() {
+        // 57 bytes a bucket with its control byte: what keeps the heap per live lease
+        // within budget at hashbrown's lowest load factor after a resize.
+        assert_eq!(core::mem::size_of::<Slot>(), 56);
     }
 }
