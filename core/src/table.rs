@@ -167,6 +167,7 @@ impl LockTable {
     }
 
     /// Gives back `count` removed entries to the count shared with the other shards.
+    #[inline]
     fn forget_entries(&self, count: usize) {
         if let (Some(_), Some(pool)) = (self.config.max_locks(), &self.pool) {
             if count > 0 {
@@ -200,17 +201,15 @@ impl LockTable {
     ) -> Result<Option<LeaseInfo>, LockError> {
         check_request(name, owner, ttl, &self.config)?;
         let hash = self.hash_name(name);
-        let source = Joined {
-            name,
-            owner,
-            name_checked: true,
-        };
+        let source = Joined { name, owner };
         self.grant(hash, source, ttl, now).into_result()
     }
 
     /// Grants the lease described by `source` (its name and owner, checked already) if the
     /// name is free; `hash` is the name's hash in this table. A refused source is handed
-    /// back, so that a waiting request keeps its text.
+    /// back, so that a waiting request keeps its text. The lookup and the busy answer are
+    /// inlined into the caller; the grant itself is not.
+    #[inline]
     pub(crate) fn grant<S: LeaseSource>(
         &mut self,
         hash: u64,
@@ -221,22 +220,36 @@ impl LockTable {
         // Clamped, but remembered only once the request passed its checks: a refused request
         // changes nothing, not even the table's notion of now.
         let now = self.clamp(now);
+        let name = source.name();
         let found = self
             .entries
-            .find_mut(hash, |e| e.hash == hash && e.text.has_name(source.name()));
-        if found.as_ref().is_some_and(|e| live(e.deadline, now)) {
-            self.latest = now;
-            self.tick(now);
-            return Grant::Busy(source);
+            .find_bucket_index(hash, |e| e.hash == hash && e.text.has_name(name));
+        if let Some(index) = found {
+            if (self.entries.get_bucket(index)).is_some_and(|e| live(e.deadline, now)) {
+                self.latest = now;
+                self.tick(now);
+                return Grant::Busy(source);
+            }
         }
-        if let Err(err) = source.check_before_grant(&self.config) {
-            return Grant::Refused(err, source);
-        }
+        self.grant_free(hash, source, ttl, now, found)
+    }
+
+    /// `grant` of a name that is free at `now`: reuses its lapsed slot (at bucket `found`)
+    /// or inserts a new one.
+    #[inline(never)]
+    fn grant_free<S: LeaseSource>(
+        &mut self,
+        hash: u64,
+        source: S,
+        ttl: Duration,
+        now: Timestamp,
+        found: Option<usize>,
+    ) -> Grant<S> {
         self.latest = now;
         // Never lapsed on grant: `ttl` is not zero, and a deadline that saturates at `MAX`
         // never lapses.
         let deadline = now.saturating_add(ttl);
-        match found {
+        match found.and_then(|index| self.entries.get_bucket_mut(index)) {
             // The previous lease lapsed: reuse its slot.
             Some(slot) => {
                 let token = take_token(&self.pool, &mut self.next_token);
@@ -315,6 +328,7 @@ impl LockTable {
     /// [`LockError::InvalidTtl`] when `ttl` is zero; [`LockError::Expired`] when the lease is
     /// no longer live at `now` (lapsed or released), even if nobody took the name since. A
     /// refused renew changes nothing: a lapsed lease stays lapsed.
+    #[inline]
     pub fn renew(
         &mut self,
         lease: &mut LeaseInfo,
@@ -355,6 +369,7 @@ impl LockTable {
 
     /// `release`, handing back the freed entry's allocated text (a long one), so that the
     /// caller can free it after leaving its critical section.
+    #[inline]
     pub(crate) fn release_keeping_text(
         &mut self,
         lease: &LeaseInfo,
@@ -382,6 +397,7 @@ impl LockTable {
     /// Ends the lease like [`release`](Self::release), but keeps its slot, lapsed, so that a
     /// hand-off to a waiter reuses it in place (the entry is neither counted out nor back in
     /// against `max_locks`, so no other grant can take its room in between).
+    #[inline]
     pub(crate) fn expire(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
         let now = self.observe(now);
         match self
@@ -399,6 +415,7 @@ impl LockTable {
     }
 
     /// Whether the lease is still live at `now`.
+    #[inline]
     pub fn is_held(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
         let now = self.observe(now);
         let held = (self.entries.find(lease.hash, |e| e.token == lease.token))
@@ -408,6 +425,7 @@ impl LockTable {
     }
 
     /// The deadline of `lease` if it is still live at `now`.
+    #[inline]
     pub(crate) fn live_deadline_of(
         &mut self,
         lease: &LeaseInfo,
@@ -446,6 +464,7 @@ impl LockTable {
         self.holder_checked(hash, name, now)
     }
 
+    #[inline]
     pub(crate) fn holder_checked(
         &mut self,
         hash: u64,
@@ -465,6 +484,7 @@ impl LockTable {
     /// Reclaims every lapsed entry now and returns how many there were. Never needed for
     /// correctness (lapsed leases are free whether reclaimed or not); the table also sweeps
     /// by itself, amortised, as it grows.
+    #[inline(never)]
     pub fn sweep(&mut self, now: Timestamp) -> usize {
         let now = self.observe(now);
         let before = self.entries.len();
@@ -511,6 +531,7 @@ impl LockTable {
     }
 
     /// The latest `now` the table has seen; earlier readings are clamped to it.
+    #[inline]
     pub fn latest_now(&self) -> Timestamp {
         self.latest
     }
@@ -545,14 +566,22 @@ impl LockTable {
 /// Gives back the room of a hash table that is mostly empty: when its capacity is over four
 /// times its length (and over a small floor), down to its length. Amortised O(1): a table
 /// shrinks only after losing most of its entries since it last grew or shrank.
+#[inline]
 pub(crate) fn shrink_if_sparse<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
     if table.capacity() > 4 * table.len().max(MIN_SWEEP_LEN) {
-        table.shrink_to(table.len(), hash);
+        shrink(table, hash);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn shrink<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
+    table.shrink_to(table.len(), hash);
 }
 
 /// The fencing token of the next grant: from the registry's shared counter, or the table's
 /// own. Both start at 1. (At one grant per nanosecond, a `u64` lasts 584 years.)
+#[inline]
 fn take_token(pool: &Option<Arc<Pool>>, own: &mut u64) -> u64 {
     match pool {
         Some(pool) => pool.next_token.fetch_add(1, Ordering::AcqRel) + 1,
@@ -568,36 +597,20 @@ fn take_token(pool: &Option<Arc<Pool>>, own: &mut u64) -> u64 {
 pub(crate) trait LeaseSource {
     /// The lock's name.
     fn name(&self) -> &str;
-    /// The name checks this source left for the grant: run only when the name is free, just
-    /// before anything changes. (A name that matches a live lease needs none: it equals a
-    /// name that passed them.)
-    fn check_before_grant(&self, _config: &Config) -> Result<(), LockError> {
-        Ok(())
-    }
     /// The lease's `name\0owner` text, built or handed over only when granted.
     fn into_text(self) -> Text;
 }
 
-/// A name and an owner borrowed from the caller: the text is built only if granted.
-/// `name_checked` is false when only [`quick_check`](crate::validate::quick_check) ran:
-/// then the rest of the name rules run before a grant.
+/// A checked name and owner borrowed from the caller: the text is built only if granted.
 pub(crate) struct Joined<'a> {
     pub(crate) name: &'a str,
     pub(crate) owner: &'a str,
-    pub(crate) name_checked: bool,
 }
 
 impl LeaseSource for Joined<'_> {
+    #[inline]
     fn name(&self) -> &str {
         self.name
-    }
-
-    fn check_before_grant(&self, config: &Config) -> Result<(), LockError> {
-        if self.name_checked {
-            return Ok(());
-        }
-        check_name(self.name, config)
-            .map_err(|refusal| refusal.into_error(self.name, self.owner, Duration::ZERO))
     }
 
     #[inline]
