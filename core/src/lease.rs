@@ -1,71 +1,123 @@
 //! [`LeaseInfo`]: one grant, as seen by whoever holds or inspects it, and the text of a lease.
 //!
-//! The table keeps each lease's name and owner in one allocation, `name` + NUL + `owner`
-//! (a `Box<str>`, no reference count). Names never contain control characters, so the
-//! first NUL always ends the name; owners may contain anything. Handles and `LeaseInfo`s
-//! keep their own copy ([`TextCopy`]), inline when it is short, so that granting and
-//! releasing a lease costs one allocation and no reference counting.
+//! A lease's name and owner are kept together as one [`Text`], `name` + NUL + `owner`.
+//! Names never contain control characters, so the first NUL always ends the name; owners
+//! may contain anything. A short text (the common case: `tenant-3/job/000123` held by
+//! `worker-1`) is stored inline, both in the table's slot and in the handle's copy, so a
+//! grant and its release allocate nothing; a longer one is one shared allocation, which the
+//! slot and the handle both point to.
 
-use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::sync::Arc;
 use core::fmt;
 
 use crate::time::Timestamp;
 
-/// Separates the name from the owner in a lease's text.
-const SEPARATOR: char = '\0';
+/// Texts up to this many bytes (name + NUL + owner) are stored inline, without an
+/// allocation. With the tag and the length byte, a [`Text`] is 32 bytes.
+pub(crate) const INLINE: usize = 30;
 
-/// `name` + NUL + `owner`, in one allocation of exactly that size.
-pub(crate) fn lease_text(name: &str, owner: &str) -> Box<str> {
-    // One allocation of exactly the joined length, so `into_boxed_str` does not reallocate.
-    [name, "\0", owner].concat().into_boxed_str()
-}
-
-/// Whether `text` (built by [`lease_text`]) is the text of a lease named `name`.
-/// Exact only for a `name` with no NUL, which validated names never contain.
-#[inline]
-pub(crate) fn text_has_name(text: &str, name: &str) -> bool {
-    text.len() > name.len() && text.as_bytes()[name.len()] == 0 && text.starts_with(name)
-}
-
-/// The name part of a lease's text.
-#[inline]
-pub(crate) fn text_name(text: &str) -> &str {
-    match text.find(SEPARATOR) {
-        Some(end) => &text[..end],
-        None => text,
-    }
-}
-
-/// Texts up to this many bytes are copied inline into handles, without an allocation.
-const INLINE: usize = 54;
-
-/// A copy of a lease's `name\0owner` text: inline when short, boxed otherwise.
+/// A lease's `name\0owner` text: inline when it is short, else one shared allocation.
 #[derive(Clone)]
-pub(crate) enum TextCopy {
+pub(crate) enum Text {
+    /// The first `len` bytes of `bytes`.
     Inline { len: u8, bytes: [u8; INLINE] },
-    Boxed(Box<str>),
+    /// Too long to be inline: shared by the table's slot and the handles' copies.
+    Shared(Arc<str>),
 }
 
-impl TextCopy {
-    pub(crate) fn of(text: &str) -> Self {
-        match u8::try_from(text.len()) {
-            Ok(len) if text.len() <= INLINE => {
-                let mut bytes = [0; INLINE];
-                bytes[..text.len()].copy_from_slice(text.as_bytes());
-                TextCopy::Inline { len, bytes }
+impl Text {
+    /// `name` + NUL + `owner`; inline (no allocation) when it fits.
+    #[inline]
+    pub(crate) fn join(name: &str, owner: &str) -> Self {
+        let (n, o) = (name.as_bytes(), owner.as_bytes());
+        let len = n.len() + 1 + o.len();
+        if len <= INLINE {
+            let mut bytes = [0; INLINE];
+            bytes[..n.len()].copy_from_slice(n);
+            bytes[n.len() + 1..len].copy_from_slice(o);
+            Text::Inline {
+                len: len as u8,
+                bytes,
             }
-            _ => TextCopy::Boxed(text.into()),
+        } else {
+            Text::shared(name, owner)
         }
     }
 
+    /// `name` + NUL + `owner` in one allocation of its own (a stack buffer first, when the
+    /// text fits one, so that the `Arc` is the only allocation).
+    #[cold]
+    #[inline(never)]
+    fn shared(name: &str, owner: &str) -> Self {
+        const STACK: usize = 600;
+        let len = name.len() + 1 + owner.len();
+        if len <= STACK {
+            let mut buffer = [0u8; STACK];
+            buffer[..name.len()].copy_from_slice(name.as_bytes());
+            buffer[name.len() + 1..len].copy_from_slice(owner.as_bytes());
+            // Two strs and a NUL: valid UTF-8, so this never fails.
+            let text = core::str::from_utf8(&buffer[..len]).unwrap_or_default();
+            return Text::Shared(Arc::from(text));
+        }
+        let joined: String = [name, "\0", owner].concat();
+        Text::Shared(Arc::from(joined))
+    }
+
+    /// No text: what a waiter keeps while the table holds its text.
+    pub(crate) const fn empty() -> Self {
+        Text::Inline {
+            len: 0,
+            bytes: [0; INLINE],
+        }
+    }
+
+    /// The text's bytes.
+    #[inline]
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        match self {
+            Text::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            Text::Shared(text) => text.as_bytes(),
+        }
+    }
+
+    /// The text as a `str` (validated again for an inline text: safe code has no other way
+    /// back from bytes; the hot paths compare bytes and never call this).
     pub(crate) fn as_str(&self) -> &str {
         match self {
-            // Copied from a `str`, so this never fails; the check is what keeps it safe code.
-            TextCopy::Inline { len, bytes } => {
-                core::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            TextCopy::Boxed(text) => text,
+            // Copied from `str`s, so this never fails; the check is what keeps it safe code.
+            Text::Inline { .. } => core::str::from_utf8(self.as_bytes()).unwrap_or_default(),
+            Text::Shared(text) => text,
         }
+    }
+
+    /// Whether this is the text of a lease named `name`. Exact only for a `name` with no
+    /// NUL, which validated names never contain.
+    #[inline]
+    pub(crate) fn has_name(&self, name: &str) -> bool {
+        let (text, name) = (self.as_bytes(), name.as_bytes());
+        text.len() > name.len() && text[name.len()] == 0 && text.starts_with(name)
+    }
+
+    /// The length of the name part: up to the first NUL.
+    pub(crate) fn name_len(&self) -> usize {
+        let text = self.as_bytes();
+        text.iter().position(|&b| b == 0).unwrap_or(text.len())
+    }
+
+    /// The allocation behind a long text, if any: what freeing this text frees.
+    #[inline]
+    pub(crate) fn into_shared(self) -> Option<Arc<str>> {
+        match self {
+            Text::Inline { .. } => None,
+            Text::Shared(text) => Some(text),
+        }
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -89,7 +141,7 @@ impl TextCopy {
 /// ```
 #[derive(Clone)]
 pub struct LeaseInfo {
-    text: TextCopy,
+    pub(crate) text: Text,
     name_len: usize,
     pub(crate) hash: u64,
     pub(crate) token: u64,
@@ -97,16 +149,17 @@ pub struct LeaseInfo {
 }
 
 impl LeaseInfo {
-    /// A snapshot of a grant whose `name\0owner` text is `text`.
+    /// A snapshot of a grant whose `name\0owner` text is `text`, its name `name_len` bytes.
+    #[inline]
     pub(crate) fn new(
-        text: &str,
+        text: Text,
         name_len: usize,
         hash: u64,
         token: u64,
         deadline: Timestamp,
     ) -> Self {
         LeaseInfo {
-            text: TextCopy::of(text),
+            text,
             name_len,
             hash,
             token,
@@ -129,11 +182,13 @@ impl LeaseInfo {
 
     /// The fencing token of this grant: larger than every token granted before it in the
     /// same registry, and kept by renewals.
+    #[inline]
     pub fn token(&self) -> u64 {
         self.token
     }
 
     /// When the lease lapses: it is live while `now < deadline`.
+    #[inline]
     pub fn deadline(&self) -> Timestamp {
         self.deadline
     }
@@ -154,7 +209,7 @@ impl PartialEq for LeaseInfo {
     fn eq(&self, other: &Self) -> bool {
         self.token == other.token
             && self.deadline == other.deadline
-            && self.text.as_str() == other.text.as_str()
+            && self.text.as_bytes() == other.text.as_bytes()
     }
 }
 
@@ -165,19 +220,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn copies_are_inline_when_short_and_boxed_when_long() {
-        let short = lease_text("tenant-3/job/000123", "worker-1");
-        assert!(matches!(TextCopy::of(&short), TextCopy::Inline { .. }));
+    fn texts_are_inline_when_short_and_shared_when_long() {
+        assert_eq!(core::mem::size_of::<Text>(), 32);
+        let short = Text::join("tenant-3/job/000123", "worker-1");
+        assert!(matches!(short, Text::Inline { .. }));
+        let fits = Text::join("tenant-15/job/0000123", "worker-1");
+        assert!(matches!(fits, Text::Inline { len: 30, .. }));
         let long_name = "n".repeat(200);
-        let long = lease_text(&long_name, "ü-owner\0with nul");
-        assert!(matches!(TextCopy::of(&long), TextCopy::Boxed(_)));
-        for text in [&short, &long] {
-            let name_len = text_name(text).len();
-            let info = LeaseInfo::new(text, name_len, 0, 1, Timestamp::ZERO);
-            assert_eq!(alloc::format!("{}\0{}", info.name(), info.owner()), **text);
+        let long = Text::join(&long_name, "ü-owner\0with nul");
+        assert!(matches!(long, Text::Shared(_)));
+        let huge_owner = "o".repeat(1_000);
+        let huge = Text::join("job", &huge_owner);
+        assert!(matches!(huge, Text::Shared(_)));
+        for (text, name, owner) in [
+            (&short, "tenant-3/job/000123", "worker-1"),
+            (&fits, "tenant-15/job/0000123", "worker-1"),
+            (&long, long_name.as_str(), "ü-owner\0with nul"),
+            (&huge, "job", huge_owner.as_str()),
+        ] {
+            assert_eq!(text.name_len(), name.len());
+            assert!(text.has_name(name));
+            assert!(!text.has_name(&name[..1]));
+            let info = LeaseInfo::new(text.clone(), name.len(), 0, 1, Timestamp::ZERO);
+            assert_eq!((info.name(), info.owner()), (name, owner));
         }
-        assert_eq!(text_name(&long), long_name);
-        assert!(text_has_name(&long, &long_name));
-        assert!(!text_has_name(&long, "n"));
     }
 }

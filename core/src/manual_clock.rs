@@ -111,6 +111,7 @@ impl ManualClock {
 }
 
 impl Clock for ManualClock {
+    #[inline]
     fn now(&self) -> Timestamp {
         Timestamp::from_nanos(self.inner.nanos.load(Ordering::SeqCst))
     }

@@ -145,6 +145,7 @@ impl<C> Shard<C> {
 
     /// [`with_state`](Self::with_state) without a `C: Clock` bound: the clock is read
     /// through the function pointer kept for that (only `Lock`'s drop needs this).
+    #[inline]
     fn with_state_unbound<R>(
         &self,
         f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
@@ -161,6 +162,7 @@ impl<C: Clock> Inner<C> {
     }
 
     /// The hash of `name` in every shard's table (it also picks the shard).
+    #[inline]
     fn hash(&self, name: &str) -> u64 {
         self.common.hasher.hash_one(name)
     }
@@ -168,6 +170,7 @@ impl<C: Clock> Inner<C> {
     /// The shard that holds the names with this hash. (Bits the tables do not use for
     /// buckets or control bytes.)
     #[allow(clippy::modulo_one, reason = "SHARDS is 1 on single-threaded wasm")]
+    #[inline]
     pub(crate) fn shard(&self, hash: u64) -> &Arc<Shard<C>> {
         &self.shards[(hash >> 48) as usize % SHARDS]
     }
@@ -182,6 +185,7 @@ impl<C: Clock> Inner<C> {
     }
 
     /// A `try_lock` of quick-checked inputs in the shard of `hash`.
+    #[inline]
     fn try_lock_in_shard(
         &self,
         hash: u64,
@@ -200,6 +204,7 @@ impl<C: Clock> Inner<C> {
 
 impl<C: Clock> LockRegistry<C> {
     /// The shard that holds the names with this hash.
+    #[inline]
     pub(crate) fn shard(&self, hash: u64) -> &Arc<Shard<C>> {
         self.inner.shard(hash)
     }
@@ -257,6 +262,7 @@ impl<C: Clock> LockRegistry<C> {
     /// }
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
+    #[inline]
     pub fn try_lock(
         &self,
         name: &str,
@@ -302,6 +308,7 @@ impl<C: Clock> LockRegistry<C> {
     /// assert_eq!(registry.holder("db-migration").unwrap().owner(), "deploy-7");
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
+    #[inline]
     pub fn holder(&self, name: &str) -> Option<LeaseInfo> {
         check_name(name, &self.inner.common.config).ok()?;
         let hash = self.inner.hash(name);
@@ -527,6 +534,7 @@ impl<C: Clock> Lock<C> {
     /// The fencing token: strictly larger than every token granted before it by this
     /// registry, and kept by [`renew`](Self::renew). Pass it to whatever the lock protects so
     /// that a stale holder's late writes can be told apart and refused.
+    #[inline]
     pub fn token(&self) -> u64 {
         self.lease.token()
     }
@@ -558,6 +566,7 @@ impl<C: Clock> Lock<C> {
     }
 
     /// Whether the lease is still live now. Allocates nothing.
+    #[inline]
     pub fn is_held(&self) -> bool {
         self.shard
             .with_state(|state, now, _| state.table.is_held(&self.lease, now))
@@ -570,6 +579,7 @@ impl<C: Clock> Lock<C> {
     /// [`LockError::InvalidTtl`] when `ttl` is zero; [`LockError::Expired`] when the lease
     /// lapsed (at or after its deadline), whether or not anyone took the name since. A
     /// refused renew changes nothing and does not revive the lease.
+    #[inline]
     pub fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
         let lease = &mut self.lease;
         self.shard
@@ -580,6 +590,7 @@ impl<C: Clock> Lock<C> {
 
     /// Releases the lease. Returns `true` when it was live and is now free, `false` when it
     /// had already lapsed (never an error). Never touches a newer lease of the same name.
+    #[inline]
     pub fn release(mut self) -> bool {
         self.release_on_drop = false;
         self.release_now()
@@ -590,6 +601,7 @@ impl<C: Clock> Lock<C> {
         self.release_on_drop = false;
     }
 
+    #[inline]
     fn release_now(&self) -> bool {
         self.shard
             .with_state(|state, now, later| state.release(&self.lease, now, later))
@@ -690,6 +702,7 @@ impl<C: Timer> Lock<C> {
 }
 
 impl<C> Drop for Lock<C> {
+    #[inline]
     fn drop(&mut self) {
         if self.release_on_drop {
             let lease = &self.lease;

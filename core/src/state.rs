@@ -23,6 +23,7 @@
 
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::task::Waker;
 use core::time::Duration;
@@ -30,7 +31,7 @@ use core::time::Duration;
 use hashbrown::{HashMap, HashTable, hash_table};
 
 use crate::error::LockError;
-use crate::lease::{LeaseInfo, lease_text};
+use crate::lease::{LeaseInfo, Text};
 use crate::snapshot::{Snapshot, Waiting};
 use crate::table::{Grant, Joined, LeaseSource, LockTable, OwnedText, shrink_if_sparse};
 use crate::time::{Timestamp, live};
@@ -109,7 +110,7 @@ impl Request {
     pub(crate) fn new(name: &str, owner: &str, hash: u64, ttl: Duration) -> Self {
         Request {
             text: OwnedText {
-                text: lease_text(name, owner),
+                text: Text::join(name, owner),
                 name_len: name.len(),
             },
             hash,
@@ -153,7 +154,7 @@ pub(crate) enum Standing {
 pub(crate) struct Deferred {
     wake: Vec<Waker>,
     discard: Vec<Waker>,
-    freed: Option<Box<str>>,
+    freed: Option<Arc<str>>,
 }
 
 impl Deferred {
@@ -165,7 +166,7 @@ impl Deferred {
         self.discard.extend(waker);
     }
 
-    fn free(&mut self, text: Option<Box<str>>) {
+    fn free(&mut self, text: Option<Arc<str>>) {
         // At most one text per operation in practice; a second is simply dropped here.
         if self.freed.is_none() {
             self.freed = text;
@@ -173,9 +174,21 @@ impl Deferred {
     }
 
     /// Wakes the collected wakers (every one, even if one panics), then drops the discarded
-    /// wakers and the freed text.
+    /// wakers and the freed text. When there is none of that (no waiter was involved, no
+    /// long text freed: the common case) it is two compares, inlined into the caller.
     #[inline]
     pub(crate) fn run(self) {
+        if self.wake.capacity() == 0 && self.discard.capacity() == 0 && self.freed.is_none() {
+            // Nothing to wake and nothing owned: skip the drop glue too.
+            core::mem::forget(self);
+            return;
+        }
+        self.run_work();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn run_work(self) {
         let Deferred {
             wake,
             discard,
@@ -235,11 +248,11 @@ impl State {
         self.waiters.len()
     }
 
-    /// `try_lock` of quick-checked inputs (the other name rules run before a grant), `hash`
-    /// being `name`'s hash, never ahead of the queue:
+    /// `try_lock` of checked inputs, `hash` being `name`'s hash, never ahead of the queue:
     /// a name with waiters is busy for everyone else. A grant is written to `granted` (an
     /// out-parameter, so that the busy path moves nothing large around).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn try_lock(
         &mut self,
         hash: u64,
@@ -253,11 +266,7 @@ impl State {
         if !self.waiters.is_empty() && self.settle(hash, name, now, later) {
             return Ok(());
         }
-        let source = Joined {
-            name,
-            owner,
-            name_checked: false,
-        };
+        let source = Joined { name, owner };
         match self.table.grant(hash, source, ttl, now) {
             Grant::Granted(lease) => *granted = Some(lease),
             Grant::Busy(_) => {}
@@ -267,6 +276,7 @@ impl State {
     }
 
     /// The live lease on the checked `name`, after handing a lapsed one to a waiter.
+    #[inline]
     pub(crate) fn holder(
         &mut self,
         hash: u64,
@@ -280,6 +290,7 @@ impl State {
         self.table.holder_checked(hash, name, now)
     }
 
+    #[inline]
     pub(crate) fn renew(
         &mut self,
         lease: &mut LeaseInfo,
@@ -289,33 +300,54 @@ impl State {
     ) -> Result<(), LockError> {
         self.table.renew(lease, ttl, now)?;
         if !self.waiters.is_empty() {
-            // The holder's deadline moved: the head waiter sleeps until it, so it must look again.
-            let name = lease.name();
-            if let Some(queue) = self.queues.find_mut(lease.hash, |q| *q.name == *name) {
-                if let Some(head) = queue.head(&self.waiters) {
-                    later.wake(self.waiters.get_mut(&head).and_then(|w| w.waker.take()));
-                }
-            }
+            self.wake_head(lease, later);
         }
         Ok(())
     }
 
+    /// After a renew of `lease`: the head waiter of its name sleeps until the holder's
+    /// deadline, which moved, so it must look again.
+    fn wake_head(&mut self, lease: &LeaseInfo, later: &mut Deferred) {
+        let name = lease.name();
+        if let Some(queue) = self.queues.find_mut(lease.hash, |q| *q.name == *name) {
+            if let Some(head) = queue.head(&self.waiters) {
+                later.wake(self.waiters.get_mut(&head).and_then(|w| w.waker.take()));
+            }
+        }
+    }
+
+    #[inline]
     pub(crate) fn release(
         &mut self,
         lease: &LeaseInfo,
         now: Timestamp,
         later: &mut Deferred,
     ) -> bool {
-        let name = lease.name();
-        if !self.waiters.is_empty() && self.queues.find(lease.hash, |q| *q.name == *name).is_some()
-        {
-            // Someone waits for this name: end the lease in its slot and hand the slot on.
-            let was_live = self.table.expire(lease, now);
-            self.settle(lease.hash, name, now, later);
-            return was_live;
+        if !self.waiters.is_empty() && self.has_queue(lease) {
+            return self.release_to_waiter(lease, now, later);
         }
         let (was_live, text) = self.table.release_keeping_text(lease, now);
-        later.free(text);
+        if text.is_some() {
+            later.free(text);
+        }
+        was_live
+    }
+
+    /// Whether someone waits for the name of `lease`.
+    fn has_queue(&self, lease: &LeaseInfo) -> bool {
+        let name = lease.name();
+        self.queues.find(lease.hash, |q| *q.name == *name).is_some()
+    }
+
+    /// `release` of a name with waiters: ends the lease in its slot and hands the slot on.
+    fn release_to_waiter(
+        &mut self,
+        lease: &LeaseInfo,
+        now: Timestamp,
+        later: &mut Deferred,
+    ) -> bool {
+        let was_live = self.table.expire(lease, now);
+        self.settle(lease.hash, lease.name(), now, later);
         was_live
     }
 
@@ -344,14 +376,9 @@ impl State {
         for queue in self.queues.iter() {
             for id in &queue.ids {
                 if let Some(waiter) = self.waiters.get(id).filter(|w| w.granted.is_none()) {
-                    let text = &waiter.request.text;
                     snapshot.waiting.push(Waiting {
                         name: queue.name.as_ref().into(),
-                        owner: text
-                            .text
-                            .get(text.name_len + 1..)
-                            .unwrap_or_default()
-                            .into(),
+                        owner: waiter.request.text.owner().into(),
                     });
                 }
             }
@@ -466,8 +493,8 @@ impl State {
             // It was first in line: back to the head of the queue, with its text again.
             if let Some(waiter) = self.waiters.get_mut(&id) {
                 waiter.request.text = OwnedText {
-                    text: lease_text(lease.name(), lease.owner()),
                     name_len: lease.name().len(),
+                    text: lease.text,
                 };
             }
             self.enqueue(id, true);

@@ -1,6 +1,5 @@
 //! [`LockTable`]: the lock contract as a pure, deterministic state machine.
 
-use alloc::boxed::Box;
 use alloc::sync::Arc;
 use core::fmt;
 use core::hash::BuildHasher;
@@ -11,7 +10,7 @@ use hashbrown::{DefaultHashBuilder, HashTable};
 
 use crate::config::Config;
 use crate::error::LockError;
-use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
+use crate::lease::{LeaseInfo, Text};
 use crate::padded::CachePadded;
 use crate::time::{Timestamp, live};
 use crate::validate::{check_name, check_request, check_ttl};
@@ -22,19 +21,14 @@ const LAPSED: Timestamp = Timestamp::ZERO;
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
 const MIN_SWEEP_LEN: usize = 16;
 
-/// One entry of the table: 32 bytes plus its `name\0owner` text.
+/// One entry of the table: 56 bytes, its `name\0owner` text included when that is short
+/// (up to 30 bytes), and the name's hash, so that growing, shrinking and sweeping the table
+/// never hash a name again.
 struct Slot {
-    text: Box<str>,
+    text: Text,
+    hash: u64,
     token: u64,
     deadline: Timestamp,
-}
-
-impl Slot {
-    /// The hash of the slot's name: what the table rehashes by when it grows or shrinks,
-    /// and what a sweep looks up among the pins.
-    fn hash(&self, hasher: &DefaultHashBuilder) -> u64 {
-        hasher.hash_one(text_name(&self.text))
-    }
 }
 
 /// The named-lock contract as a sans-IO state machine: no clock, no lock, no background task.
@@ -173,6 +167,7 @@ impl LockTable {
     }
 
     /// Gives back `count` removed entries to the count shared with the other shards.
+    #[inline]
     fn forget_entries(&self, count: usize) {
         if let (Some(_), Some(pool)) = (self.config.max_locks(), &self.pool) {
             if count > 0 {
@@ -206,17 +201,15 @@ impl LockTable {
     ) -> Result<Option<LeaseInfo>, LockError> {
         check_request(name, owner, ttl, &self.config)?;
         let hash = self.hash_name(name);
-        let source = Joined {
-            name,
-            owner,
-            name_checked: true,
-        };
+        let source = Joined { name, owner };
         self.grant(hash, source, ttl, now).into_result()
     }
 
     /// Grants the lease described by `source` (its name and owner, checked already) if the
     /// name is free; `hash` is the name's hash in this table. A refused source is handed
-    /// back, so that a waiting request keeps its text.
+    /// back, so that a waiting request keeps its text. The lookup and the busy answer are
+    /// inlined into the caller; the grant itself is not.
+    #[inline]
     pub(crate) fn grant<S: LeaseSource>(
         &mut self,
         hash: u64,
@@ -227,32 +220,46 @@ impl LockTable {
         // Clamped, but remembered only once the request passed its checks: a refused request
         // changes nothing, not even the table's notion of now.
         let now = self.clamp(now);
+        let name = source.name();
         let found = self
             .entries
-            .find_mut(hash, |e| text_has_name(&e.text, source.name()));
-        if found.as_ref().is_some_and(|e| live(e.deadline, now)) {
-            self.latest = now;
-            self.tick(now);
-            return Grant::Busy(source);
+            .find_bucket_index(hash, |e| e.hash == hash && e.text.has_name(name));
+        if let Some(index) = found {
+            if (self.entries.get_bucket(index)).is_some_and(|e| live(e.deadline, now)) {
+                self.latest = now;
+                self.tick(now);
+                return Grant::Busy(source);
+            }
         }
-        if let Err(err) = source.check_before_grant(&self.config) {
-            return Grant::Refused(err, source);
-        }
+        self.grant_free(hash, source, ttl, now, found)
+    }
+
+    /// `grant` of a name that is free at `now`: reuses its lapsed slot (at bucket `found`)
+    /// or inserts a new one.
+    #[inline(never)]
+    fn grant_free<S: LeaseSource>(
+        &mut self,
+        hash: u64,
+        source: S,
+        ttl: Duration,
+        now: Timestamp,
+        found: Option<usize>,
+    ) -> Grant<S> {
         self.latest = now;
         // Never lapsed on grant: `ttl` is not zero, and a deadline that saturates at `MAX`
         // never lapses.
         let deadline = now.saturating_add(ttl);
-        match found {
+        match found.and_then(|index| self.entries.get_bucket_mut(index)) {
             // The previous lease lapsed: reuse its slot.
             Some(slot) => {
                 let token = take_token(&self.pool, &mut self.next_token);
                 let name_len = source.name().len();
-                *slot = Slot {
-                    text: source.into_text(),
-                    token,
-                    deadline,
-                };
-                let lease = LeaseInfo::new(&slot.text, name_len, hash, token, deadline);
+                let text = source.into_text();
+                slot.token = token;
+                slot.deadline = deadline;
+                // The old text goes (inline: nothing to free; shared: perhaps still a handle's).
+                let lease = LeaseInfo::new(text.clone(), name_len, hash, token, deadline);
+                slot.text = text;
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
                 self.tick(now);
                 Grant::Granted(lease)
@@ -279,14 +286,14 @@ impl LockTable {
         let token = take_token(&self.pool, &mut self.next_token);
         let name_len = source.name().len();
         let text = source.into_text();
-        let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
-        let hasher = &self.hasher;
+        let lease = LeaseInfo::new(text.clone(), name_len, hash, token, deadline);
         let slot = Slot {
             text,
+            hash,
             token,
             deadline,
         };
-        self.entries.insert_unique(hash, slot, |e| e.hash(hasher));
+        self.entries.insert_unique(hash, slot, |e| e.hash);
         self.earliest_deadline = self.earliest_deadline.min(deadline);
         lease
     }
@@ -321,6 +328,7 @@ impl LockTable {
     /// [`LockError::InvalidTtl`] when `ttl` is zero; [`LockError::Expired`] when the lease is
     /// no longer live at `now` (lapsed or released), even if nobody took the name since. A
     /// refused renew changes nothing: a lapsed lease stays lapsed.
+    #[inline]
     pub fn renew(
         &mut self,
         lease: &mut LeaseInfo,
@@ -359,13 +367,14 @@ impl LockTable {
         self.release_keeping_text(lease, now).0
     }
 
-    /// `release`, handing back the freed entry's text so that the caller can free it after
-    /// leaving its critical section.
+    /// `release`, handing back the freed entry's allocated text (a long one), so that the
+    /// caller can free it after leaving its critical section.
+    #[inline]
     pub(crate) fn release_keeping_text(
         &mut self,
         lease: &LeaseInfo,
         now: Timestamp,
-    ) -> (bool, Option<Box<str>>) {
+    ) -> (bool, Option<Arc<str>>) {
         let now = self.observe(now);
         match self
             .entries
@@ -374,10 +383,9 @@ impl LockTable {
             Ok(entry) => {
                 let (entry, _) = entry.remove();
                 self.forget_entries(1);
-                let hasher = &self.hasher;
-                shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
+                shrink_if_sparse(&mut self.entries, |e| e.hash);
                 self.tick(now);
-                (live(entry.deadline, now), Some(entry.text))
+                (live(entry.deadline, now), entry.text.into_shared())
             }
             Err(_) => {
                 self.tick(now);
@@ -389,6 +397,7 @@ impl LockTable {
     /// Ends the lease like [`release`](Self::release), but keeps its slot, lapsed, so that a
     /// hand-off to a waiter reuses it in place (the entry is neither counted out nor back in
     /// against `max_locks`, so no other grant can take its room in between).
+    #[inline]
     pub(crate) fn expire(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
         let now = self.observe(now);
         match self
@@ -406,6 +415,7 @@ impl LockTable {
     }
 
     /// Whether the lease is still live at `now`.
+    #[inline]
     pub fn is_held(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
         let now = self.observe(now);
         let held = (self.entries.find(lease.hash, |e| e.token == lease.token))
@@ -415,6 +425,7 @@ impl LockTable {
     }
 
     /// The deadline of `lease` if it is still live at `now`.
+    #[inline]
     pub(crate) fn live_deadline_of(
         &mut self,
         lease: &LeaseInfo,
@@ -434,14 +445,13 @@ impl LockTable {
         out: &mut alloc::vec::Vec<LeaseInfo>,
     ) {
         let now = self.observe(now);
-        let hasher = &self.hasher;
         out.extend(
             self.entries
                 .iter()
                 .filter(|e| live(e.deadline, now))
                 .map(|e| {
-                    let name_len = text_name(&e.text).len();
-                    LeaseInfo::new(&e.text, name_len, e.hash(hasher), e.token, e.deadline)
+                    let name_len = e.text.name_len();
+                    LeaseInfo::new(e.text.clone(), name_len, e.hash, e.token, e.deadline)
                 }),
         );
     }
@@ -454,6 +464,7 @@ impl LockTable {
         self.holder_checked(hash, name, now)
     }
 
+    #[inline]
     pub(crate) fn holder_checked(
         &mut self,
         hash: u64,
@@ -461,9 +472,11 @@ impl LockTable {
         now: Timestamp,
     ) -> Option<LeaseInfo> {
         let now = self.observe(now);
-        let holder = (self.entries.find(hash, |e| text_has_name(&e.text, name)))
-            .filter(|e| live(e.deadline, now))
-            .map(|e| LeaseInfo::new(&e.text, name.len(), hash, e.token, e.deadline));
+        let holder = (self
+            .entries
+            .find(hash, |e| e.hash == hash && e.text.has_name(name)))
+        .filter(|e| live(e.deadline, now))
+        .map(|e| LeaseInfo::new(e.text.clone(), name.len(), hash, e.token, e.deadline));
         self.tick(now);
         holder
     }
@@ -471,22 +484,20 @@ impl LockTable {
     /// Reclaims every lapsed entry now and returns how many there were. Never needed for
     /// correctness (lapsed leases are free whether reclaimed or not); the table also sweeps
     /// by itself, amortised, as it grows.
+    #[inline(never)]
     pub fn sweep(&mut self, now: Timestamp) -> usize {
         let now = self.observe(now);
         let before = self.entries.len();
         if now >= self.earliest_deadline {
             let mut earliest = Timestamp::MAX;
-            let (pins, hasher) = (&self.pins, &self.hasher);
+            let pins = &self.pins;
             self.entries.retain(|e| {
                 if live(e.deadline, now) {
                     earliest = earliest.min(e.deadline);
                     return true;
                 }
                 // Lapsed: kept only if a waiter is to be handed it.
-                !pins.is_empty() && {
-                    let hash = e.hash(hasher);
-                    pins.find(hash, |p| p.0 == hash).is_some()
-                }
+                !pins.is_empty() && pins.find(e.hash, |p| p.0 == e.hash).is_some()
             });
             self.earliest_deadline = earliest;
         }
@@ -494,8 +505,7 @@ impl LockTable {
         self.forget_entries(before - len);
         self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
         self.ops_until_sweep = MIN_SWEEP_LEN.max(len / 4);
-        let hasher = &self.hasher;
-        shrink_if_sparse(&mut self.entries, |e| e.hash(hasher));
+        shrink_if_sparse(&mut self.entries, |e| e.hash);
         before - len
     }
 
@@ -521,6 +531,7 @@ impl LockTable {
     }
 
     /// The latest `now` the table has seen; earlier readings are clamped to it.
+    #[inline]
     pub fn latest_now(&self) -> Timestamp {
         self.latest
     }
@@ -533,7 +544,7 @@ impl LockTable {
     /// The deadline of the live lease on `name`, if there is one.
     pub(crate) fn live_deadline(&self, hash: u64, name: &str, now: Timestamp) -> Option<Timestamp> {
         self.entries
-            .find(hash, |e| text_has_name(&e.text, name))
+            .find(hash, |e| e.hash == hash && e.text.has_name(name))
             .map(|e| e.deadline)
             .filter(|&deadline| live(deadline, now))
     }
@@ -555,14 +566,22 @@ impl LockTable {
 /// Gives back the room of a hash table that is mostly empty: when its capacity is over four
 /// times its length (and over a small floor), down to its length. Amortised O(1): a table
 /// shrinks only after losing most of its entries since it last grew or shrank.
+#[inline]
 pub(crate) fn shrink_if_sparse<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
     if table.capacity() > 4 * table.len().max(MIN_SWEEP_LEN) {
-        table.shrink_to(table.len(), hash);
+        shrink(table, hash);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn shrink<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
+    table.shrink_to(table.len(), hash);
 }
 
 /// The fencing token of the next grant: from the registry's shared counter, or the table's
 /// own. Both start at 1. (At one grant per nanosecond, a `u64` lasts 584 years.)
+#[inline]
 fn take_token(pool: &Option<Arc<Pool>>, own: &mut u64) -> u64 {
     match pool {
         Some(pool) => pool.next_token.fetch_add(1, Ordering::AcqRel) + 1,
@@ -578,40 +597,25 @@ fn take_token(pool: &Option<Arc<Pool>>, own: &mut u64) -> u64 {
 pub(crate) trait LeaseSource {
     /// The lock's name.
     fn name(&self) -> &str;
-    /// The name checks this source left for the grant: run only when the name is free, just
-    /// before anything changes. (A name that matches a live lease needs none: it equals a
-    /// name that passed them.)
-    fn check_before_grant(&self, _config: &Config) -> Result<(), LockError> {
-        Ok(())
-    }
     /// The lease's `name\0owner` text, built or handed over only when granted.
-    fn into_text(self) -> Box<str>;
+    fn into_text(self) -> Text;
 }
 
-/// A name and an owner borrowed from the caller: the text is built only if granted.
-/// `name_checked` is false when only [`quick_check`](crate::validate::quick_check) ran:
-/// then the rest of the name rules run before a grant.
+/// A checked name and owner borrowed from the caller: the text is built only if granted.
 pub(crate) struct Joined<'a> {
     pub(crate) name: &'a str,
     pub(crate) owner: &'a str,
-    pub(crate) name_checked: bool,
 }
 
 impl LeaseSource for Joined<'_> {
+    #[inline]
     fn name(&self) -> &str {
         self.name
     }
 
-    fn check_before_grant(&self, config: &Config) -> Result<(), LockError> {
-        if self.name_checked {
-            return Ok(());
-        }
-        check_name(self.name, config)
-            .map_err(|refusal| refusal.into_error(self.name, self.owner, Duration::ZERO))
-    }
-
-    fn into_text(self) -> Box<str> {
-        lease_text(self.name, self.owner)
+    #[inline]
+    fn into_text(self) -> Text {
+        Text::join(self.name, self.owner)
     }
 }
 
@@ -619,7 +623,7 @@ impl LeaseSource for Joined<'_> {
 /// `name_len` bytes.
 #[derive(Debug)]
 pub(crate) struct OwnedText {
-    pub(crate) text: Box<str>,
+    pub(crate) text: Text,
     pub(crate) name_len: usize,
 }
 
@@ -627,18 +631,26 @@ impl OwnedText {
     /// No text: what a waiter keeps while the table holds its text.
     pub(crate) fn empty() -> Self {
         OwnedText {
-            text: Box::default(),
+            text: Text::empty(),
             name_len: 0,
         }
+    }
+
+    /// The owner part of the text.
+    pub(crate) fn owner(&self) -> &str {
+        self.text
+            .as_str()
+            .get(self.name_len + 1..)
+            .unwrap_or_default()
     }
 }
 
 impl LeaseSource for OwnedText {
     fn name(&self) -> &str {
-        self.text.get(..self.name_len).unwrap_or_default()
+        self.text.as_str().get(..self.name_len).unwrap_or_default()
     }
 
-    fn into_text(self) -> Box<str> {
+    fn into_text(self) -> Text {
         self.text
     }
 }
@@ -679,5 +691,17 @@ impl fmt::Debug for LockTable {
             .field("next_token", &self.next_token)
             .field("config", &self.config)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_is_56_bytes_with_its_short_text_inline() {
+        // 57 bytes a bucket with its control byte: what keeps the heap per live lease
+        // within budget at hashbrown's lowest load factor after a resize.
+        assert_eq!(core::mem::size_of::<Slot>(), 56);
     }
 }
