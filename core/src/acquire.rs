@@ -20,6 +20,10 @@ use crate::timer::Timer;
 /// `Ok(Some(lock))` when granted, `Ok(None)` when a bounded wait elapsed first, or the
 /// request's validation error. Dropping it before it resolves withdraws it from the queue
 /// (cancel-safe). `Unpin`, `'static`, and `Send` when the clock and its sleeps are.
+///
+/// # Panics
+/// Like any future, it must not be polled again once it returned `Ready`; doing so panics
+/// with "`Acquire` polled after it resolved" (the lease was handed out already).
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
 pub struct Acquire<C: Timer> {
     registry: LockRegistry<C>,
@@ -97,59 +101,76 @@ impl<C: Timer> Future for Acquire<C> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
         loop {
-            let standing = match core::mem::replace(&mut this.phase, Phase::Done) {
+            // Read before the phase is taken apart: a clock that panics leaves it as it was.
+            let reading = this.registry.clock().now();
+            let (standing, later) = match core::mem::replace(&mut this.phase, Phase::Done) {
                 Phase::Start(Err(err), _) => return Poll::Ready(Err(err)),
                 Phase::Start(Ok(request), wait) => {
-                    let standing = this
+                    let (standing, later) = this
                         .shard()
-                        .with_state(|state, now, later| state.start(request, wait, now, later));
+                        .with_state_deferring(reading, |state, now, later| {
+                            state.start(request, wait, now, later)
+                        });
                     match standing {
-                        Standing::Waiting { id, until } => {
-                            // Queued: poll once more as a waiter, to register the waker.
-                            this.phase = Phase::Queued {
-                                id,
-                                wait_deadline: until,
-                            };
-                            continue;
-                        }
                         // The shard was full even after sweeping itself; lapsed leases in
                         // other shards count too, so sweep them all once and try again.
                         Standing::Refused(LockError::CapacityExceeded { .. }, request)
                             if !this.swept && this.registry.sweep() > 0 =>
                         {
+                            later.run();
                             this.swept = true;
                             this.phase = Phase::Start(Ok(request), wait);
                             continue;
                         }
-                        standing => standing,
+                        standing => (standing, later),
                     }
                 }
                 Phase::Queued { id, wait_deadline } => {
                     this.phase = Phase::Queued { id, wait_deadline };
                     // Cloned before the shard's mutex: cloning a waker runs user code.
                     let waker = cx.waker().clone();
-                    this.shard().with_state(|state, now, later| {
-                        state.poll_waiter(id, wait_deadline, now, waker, later)
-                    })
+                    this.shard()
+                        .with_state_deferring(reading, |state, now, later| {
+                            state.poll_waiter(id, wait_deadline, now, waker, later)
+                        })
                 }
                 Phase::Done => panic!("`Acquire` polled after it resolved"),
             };
+            // What the call did is recorded in `this` before the deferred wake-ups run (user
+            // code that may panic): a grant is already a `Lock`, whose drop passes it on, and
+            // a queued waiter is already `Queued`, whose drop leaves the queue.
             let until = match standing {
                 Standing::Granted(lease) => {
                     this.phase = Phase::Done;
                     this.sleep = None;
-                    return Poll::Ready(Ok(Some(this.granted(lease, this.ttl))));
+                    let lock = this.granted(lease, this.ttl);
+                    later.run();
+                    return Poll::Ready(Ok(Some(lock)));
                 }
                 Standing::Busy | Standing::TimedOut => {
                     this.phase = Phase::Done;
                     this.sleep = None;
+                    later.run();
                     return Poll::Ready(Ok(None));
                 }
                 Standing::Refused(err, _) => {
                     this.phase = Phase::Done;
+                    later.run();
                     return Poll::Ready(Err(err));
                 }
-                Standing::Waiting { until, .. } => until,
+                Standing::Waiting { id, until } => {
+                    if !matches!(this.phase, Phase::Queued { .. }) {
+                        // Just queued: poll once more as a waiter, to register the waker.
+                        this.phase = Phase::Queued {
+                            id,
+                            wait_deadline: until,
+                        };
+                        later.run();
+                        continue;
+                    }
+                    later.run();
+                    until
+                }
             };
             if until == Timestamp::MAX {
                 // Nothing to time: only a hand-off (which wakes us) can end this wait.

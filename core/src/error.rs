@@ -68,8 +68,9 @@ pub enum LockError {
     /// `renew` came at or after the lease's deadline (or the lease was released or
     /// force-released); the lease stays lapsed.
     #[error(
-        "lease on lock {} (fencing token {token}) is no longer held (deadline {deadline}); renew at {now} refused",
-        Quoted(.name)
+        "lease on lock {} (fencing token {token}) {}; renew at {now} refused",
+        Quoted(.name),
+        Ended(*.deadline, *.now)
     )]
     Expired {
         /// The lock's name.
@@ -130,7 +131,8 @@ impl fmt::Display for InputProblem {
         match *self {
             InputProblem::Empty => f.write_str("it is empty"),
             InputProblem::TooLong { len, max } => {
-                write!(f, "it is {len} bytes long, over the limit of {max}")
+                let unit = if len == 1 { "byte" } else { "bytes" };
+                write!(f, "it is {len} {unit} long, over the limit of {max}")
             }
             InputProblem::ControlCharacter { index, ch } => write!(
                 f,
@@ -184,6 +186,21 @@ impl fmt::Display for Shown<'_> {
         match (self.0, self.1) {
             ("", InputProblem::TooLong { .. }) => Ok(()),
             (value, _) => write!(f, " {}", Quoted(value)),
+        }
+    }
+}
+
+/// How a lease that a renew found gone ended: at its deadline, or before it (released, or
+/// force-released by an operator).
+struct Ended(Timestamp, Timestamp);
+
+impl fmt::Display for Ended {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Ended(deadline, now) = *self;
+        if now >= deadline {
+            write!(f, "lapsed at its deadline {deadline}")
+        } else {
+            write!(f, "was released before its deadline {deadline}")
         }
     }
 }

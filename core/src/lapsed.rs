@@ -1,27 +1,62 @@
-//! [`Lapsed`]: the future of [`Lock::lapsed`](crate::Lock::lapsed).
+//! [`Lapsed`] and [`KeepAlive`]: the futures of [`Lock::lapsed`](crate::Lock::lapsed) and
+//! [`Lock::keep_alive`](crate::Lock::keep_alive).
+//!
+//! Both sleep on the registry's clock and also keep their waker in the lease's shard (as a
+//! watcher of the lease's token), so that a [`force_release`](crate::LockRegistry::force_release)
+//! wakes them at once instead of at the next deadline or renewal. A deadline of
+//! [`Timestamp::MAX`] never comes: there they sleep on nothing and wait for that wake-up only.
 
 use alloc::boxed::Box;
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
+use core::time::Duration;
 
+use crate::error::LockError;
 use crate::registry::Lock;
 use crate::time::Timestamp;
 use crate::timer::Timer;
 
+/// A sleep on the lock's clock, kept while its deadline stays the same.
+type Sleep<C> = Option<(Timestamp, Pin<Box<<C as Timer>::Sleep>>)>;
+
+/// Sleeps until `until` on `clock`, reusing `sleep` when it already ends there. `Ready` once
+/// the clock reads `until` (never for [`Timestamp::MAX`], which never comes).
+fn sleep_until<C: Timer>(
+    clock: &C,
+    sleep: &mut Sleep<C>,
+    until: Timestamp,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if until == Timestamp::MAX {
+        *sleep = None;
+        return Poll::Pending;
+    }
+    let done = {
+        let pinned = match &mut *sleep {
+            Some((at, pinned)) if *at == until => pinned,
+            slot => &mut slot.insert((until, Box::pin(clock.sleep_until(until)))).1,
+        };
+        pinned.as_mut().poll(cx)
+    };
+    if done.is_ready() {
+        *sleep = None;
+    }
+    done
+}
+
 /// Resolves once a lease is no longer held: the future of [`Lock::lapsed`].
 ///
 /// It sleeps on the clock until the lease's deadline and checks again, so renewals push it
-/// out; a [`force_release`](crate::LockRegistry::force_release) wakes it at once. Dropping it
-/// forgets its registration.
+/// out; a [`force_release`](crate::LockRegistry::force_release) wakes it at once. Several may
+/// watch one lock. Dropping it forgets its registration.
 #[must_use = "futures do nothing unless polled"]
 pub struct Lapsed<'a, C: Timer> {
     lock: &'a Lock<C>,
-    /// The current sleep and the deadline it ends at.
-    sleep: Option<(Timestamp, Pin<Box<C::Sleep>>)>,
-    /// Whether the registry keeps this future's waker.
-    watching: bool,
+    sleep: Sleep<C>,
+    /// Its id among the lease's watchers, once the registry keeps its waker.
+    watcher: Option<u64>,
 }
 
 impl<'a, C: Timer> Lapsed<'a, C> {
@@ -29,7 +64,7 @@ impl<'a, C: Timer> Lapsed<'a, C> {
         Lapsed {
             lock,
             sleep: None,
-            watching: false,
+            watcher: None,
         }
     }
 }
@@ -41,23 +76,13 @@ impl<C: Timer> Future for Lapsed<'_, C> {
         let this = self.get_mut();
         loop {
             // Cloned here, outside the registry's lock: a waker's clone is user code.
-            let Some(deadline) = this.lock.watch(cx.waker().clone()) else {
-                this.watching = false;
+            let Some(deadline) = this.lock.watch(&mut this.watcher, cx.waker().clone()) else {
                 this.sleep = None;
                 return Poll::Ready(());
             };
-            this.watching = true;
-            let sleep = match &mut this.sleep {
-                Some((at, sleep)) if *at == deadline => sleep,
-                slot => {
-                    let sleep = Box::pin(this.lock.clock().sleep_until(deadline));
-                    &mut slot.insert((deadline, sleep)).1
-                }
-            };
-            match sleep.as_mut().poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                // The deadline came: look again (a renewal may have moved it).
-                Poll::Ready(()) => this.sleep = None,
+            // The deadline came: look again (a renewal may have moved it).
+            if sleep_until(this.lock.clock(), &mut this.sleep, deadline, cx).is_pending() {
+                return Poll::Pending;
             }
         }
     }
@@ -65,8 +90,8 @@ impl<C: Timer> Future for Lapsed<'_, C> {
 
 impl<C: Timer> Drop for Lapsed<'_, C> {
     fn drop(&mut self) {
-        if self.watching {
-            self.lock.unwatch();
+        if let Some(id) = self.watcher {
+            self.lock.unwatch(id);
         }
     }
 }
@@ -76,6 +101,75 @@ impl<C: Timer> fmt::Debug for Lapsed<'_, C> {
         f.debug_struct("Lapsed")
             .field("token", &self.lock.token())
             .field("sleeping_until", &self.sleep.as_ref().map(|s| s.0))
+            .finish()
+    }
+}
+
+/// Renews a lease until a renewal fails: the future of [`Lock::keep_alive`].
+///
+/// Resolves to the error of the renewal that failed ([`LockError::Expired`] once the lease
+/// is lost). A [`force_release`](crate::LockRegistry::force_release) wakes it at once, and it
+/// resolves then. Dropping it stops the renewals (the lease then runs to its deadline).
+#[must_use = "futures do nothing unless polled; the lease is renewed only while this is"]
+pub struct KeepAlive<'a, C: Timer> {
+    lock: &'a mut Lock<C>,
+    every: Duration,
+    /// When the next renewal is due, once the first poll set it.
+    next: Option<Timestamp>,
+    sleep: Sleep<C>,
+    watcher: Option<u64>,
+}
+
+impl<'a, C: Timer> KeepAlive<'a, C> {
+    pub(crate) fn new(lock: &'a mut Lock<C>, every: Duration) -> Self {
+        KeepAlive {
+            lock,
+            every,
+            next: None,
+            sleep: None,
+            watcher: None,
+        }
+    }
+}
+
+impl<C: Timer> Future for KeepAlive<'_, C> {
+    type Output = LockError;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockError> {
+        let this = self.get_mut();
+        loop {
+            let next = *this
+                .next
+                .get_or_insert_with(|| this.lock.clock().now().saturating_add(this.every));
+            let live = this.lock.watch(&mut this.watcher, cx.waker().clone());
+            if live.is_some()
+                && sleep_until(this.lock.clock(), &mut this.sleep, next, cx).is_pending()
+            {
+                return Poll::Pending;
+            }
+            // The renewal is due, or the lease ended early: renew, which says which.
+            this.next = None;
+            if let Err(err) = this.lock.renew(this.lock.ttl()) {
+                return Poll::Ready(err);
+            }
+        }
+    }
+}
+
+impl<C: Timer> Drop for KeepAlive<'_, C> {
+    fn drop(&mut self) {
+        if let Some(id) = self.watcher {
+            self.lock.unwatch(id);
+        }
+    }
+}
+
+impl<C: Timer> fmt::Debug for KeepAlive<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeepAlive")
+            .field("token", &self.lock.token())
+            .field("every", &self.every)
+            .field("next_renewal", &self.next)
             .finish()
     }
 }

@@ -74,7 +74,7 @@ pub use acquire::Acquire;
 pub use config::Config;
 pub use contract::{AcquireFuture, LockHandle, LockStore, MaybeSend, MaybeSync};
 pub use error::{InputProblem, LockError};
-pub use lapsed::Lapsed;
+pub use lapsed::{KeepAlive, Lapsed};
 pub use lease::LeaseInfo;
 pub use manual_clock::{ManualClock, ManualSleep};
 pub use registry::{Lock, LockRegistry};

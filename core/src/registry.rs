@@ -12,7 +12,7 @@ use hashbrown::DefaultHashBuilder;
 use crate::acquire::Acquire;
 use crate::config::Config;
 use crate::error::LockError;
-use crate::lapsed::Lapsed;
+use crate::lapsed::{KeepAlive, Lapsed};
 use crate::lease::LeaseInfo;
 use crate::padded::CachePadded;
 use crate::snapshot::Snapshot;
@@ -130,6 +130,21 @@ impl<C> Shard<C> {
         reading: Timestamp,
         f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
     ) -> R {
+        let (result, later) = self.with_state_deferring(reading, f);
+        later.run();
+        result
+    }
+
+    /// [`with_state_at`](Self::with_state_at), handing back the deferred work instead of
+    /// running it: for a caller that must record what the call did (a grant, a place in
+    /// the queue) before any user code runs, so that a waker panicking during the deferred
+    /// wake-ups cannot strand what was just done.
+    #[inline]
+    pub(crate) fn with_state_deferring<R>(
+        &self,
+        reading: Timestamp,
+        f: impl FnOnce(&mut State, Timestamp, &mut Deferred) -> R,
+    ) -> (R, Deferred) {
         let now = self.common.clamp(reading);
         let mut later = Deferred::default();
         let result = {
@@ -139,8 +154,7 @@ impl<C> Shard<C> {
             self.common.raise_floor(state.table.latest_now());
             result
         };
-        later.run();
-        result
+        (result, later)
     }
 
     /// [`with_state`](Self::with_state) without a `C: Clock` bound: the clock is read
@@ -560,6 +574,10 @@ impl<C: Clock> Lock<C> {
         self.shard.with_state(|state, now, _| {
             let live = state.table.live_deadline_of(&self.lease, now);
             live.map_or(Duration::ZERO, |deadline| {
+                if deadline == Timestamp::MAX {
+                    // Never lapses.
+                    return Duration::MAX;
+                }
                 deadline.saturating_duration_since(state.table.latest_now())
             })
         })
@@ -641,19 +659,13 @@ impl<C: Timer> Lock<C> {
     /// }
     /// # Ok::<(), LockError>(())
     /// ```
-    pub async fn keep_alive(&mut self, every: Duration) -> LockError {
+    pub fn keep_alive(&mut self, every: Duration) -> KeepAlive<'_, C> {
         let every = if every.is_zero() {
             (self.ttl / 3).max(Duration::from_nanos(1))
         } else {
             every
         };
-        loop {
-            let clock = &self.shard.common.clock;
-            clock.sleep_until(clock.now().saturating_add(every)).await;
-            if let Err(err) = self.renew(self.ttl) {
-                return err;
-            }
-        }
+        KeepAlive::new(self, every)
     }
 
     /// Resolves once the lease is no longer held (lapsed, released through another path, or
@@ -681,18 +693,18 @@ impl<C: Timer> Lock<C> {
     }
 
     /// [`lapsed`](Self::lapsed)'s check: the lease's deadline if it is live, with `waker`
-    /// kept to be woken should it end early (force-released).
-    pub(crate) fn watch(&self, waker: Waker) -> Option<Timestamp> {
+    /// kept (as watcher `id`) to be woken should it end early (force-released).
+    pub(crate) fn watch(&self, id: &mut Option<u64>, waker: Waker) -> Option<Timestamp> {
         let lease = &self.lease;
         self.shard
-            .with_state(|state, now, later| state.watch(lease, now, waker, later))
+            .with_state(|state, now, later| state.watch(lease, id, now, waker, later))
     }
 
-    /// Forgets what [`watch`](Self::watch) kept.
-    pub(crate) fn unwatch(&self) {
+    /// Forgets watcher `id`, which [`watch`](Self::watch) kept.
+    pub(crate) fn unwatch(&self, id: u64) {
         let token = self.lease.token();
         self.shard
-            .with_state(|state, _, later| state.unwatch(token, later));
+            .with_state(|state, _, later| state.unwatch(token, id, later));
     }
 
     /// The clock the lease is measured on.

@@ -46,9 +46,11 @@ pub(crate) struct State {
     /// Every `acquire` that waits or holds an uncollected grant, by id.
     waiters: HashMap<u64, Waiter>,
     next_waiter_id: u64,
-    /// The waker of a pending [`Lapsed`](crate::Lapsed) future, by the token of the lease it
-    /// watches: woken when the lease ends by another path than time (`force_release`).
-    watchers: HashMap<u64, Waker>,
+    /// The wakers of pending [`Lapsed`](crate::Lapsed) and `keep_alive` futures (each with
+    /// its id), by the token of the lease they watch: woken when the lease ends by another
+    /// path than time (`force_release`).
+    watchers: HashMap<u64, Vec<(u64, Waker)>>,
+    next_watcher_id: u64,
 }
 
 /// The waiters of one name, in arrival order.
@@ -210,34 +212,55 @@ impl State {
             waiters: HashMap::new(),
             next_waiter_id: 0,
             watchers: HashMap::new(),
+            next_watcher_id: 0,
         }
     }
 
-    /// The deadline of `lease` if it is live, with `waker` kept to be woken should the lease
-    /// end early; `None` (and nothing kept) when it is no longer live.
+    /// The deadline of `lease` if it is live, with `waker` kept (as watcher `id`, given one
+    /// on the first call) to be woken should the lease end early; `None`, and nothing kept,
+    /// when it is no longer live.
     pub(crate) fn watch(
         &mut self,
         lease: &LeaseInfo,
+        id: &mut Option<u64>,
         now: Timestamp,
         waker: Waker,
         later: &mut Deferred,
     ) -> Option<Timestamp> {
-        match self.table.live_deadline_of(lease, now) {
-            Some(deadline) => {
-                later.discard(self.watchers.insert(lease.token, waker));
-                Some(deadline)
+        let Some(deadline) = self.table.live_deadline_of(lease, now) else {
+            if let Some(id) = id.take() {
+                self.unwatch(lease.token, id, later);
             }
-            None => {
-                self.unwatch(lease.token, later);
-                later.discard(Some(waker));
-                None
-            }
+            later.discard(Some(waker));
+            return None;
+        };
+        let id = *id.get_or_insert_with(|| {
+            self.next_watcher_id += 1;
+            self.next_watcher_id
+        });
+        let watchers = self.watchers.entry(lease.token).or_default();
+        match watchers.iter_mut().find(|(other, _)| *other == id) {
+            Some((_, kept)) => later.discard(Some(core::mem::replace(kept, waker))),
+            None => watchers.push((id, waker)),
         }
+        Some(deadline)
     }
 
-    /// Forgets the watcher of the lease with this token, if any.
-    pub(crate) fn unwatch(&mut self, token: u64, later: &mut Deferred) {
-        later.discard(self.watchers.remove(&token));
+    /// Forgets watcher `id` of the lease with this token, if it is kept.
+    pub(crate) fn unwatch(&mut self, token: u64, id: u64, later: &mut Deferred) {
+        if let Some(watchers) = self.watchers.get_mut(&token) {
+            if let Some(at) = watchers.iter().position(|(other, _)| *other == id) {
+                later.discard(Some(watchers.swap_remove(at).1));
+            }
+            if watchers.is_empty() {
+                self.watchers.remove(&token);
+            }
+        }
+        self.shrink_watchers();
+    }
+
+    /// Gives back the watchers' room once most of it is empty.
+    fn shrink_watchers(&mut self) {
         if self.watchers.capacity() > 4 * self.watchers.len().max(8) {
             self.watchers.shrink_to(self.watchers.len());
         }
@@ -363,9 +386,11 @@ impl State {
         let lease = self.table.holder_checked(hash, name, now)?;
         self.release(&lease, now, later);
         // Its holder may be waiting for it to lapse: that happened now, not at the deadline.
-        if let Some(waker) = self.watchers.remove(&lease.token) {
-            later.wake(Some(waker));
-            self.unwatch(lease.token, later);
+        if let Some(watchers) = self.watchers.remove(&lease.token) {
+            for (_, waker) in watchers {
+                later.wake(Some(waker));
+            }
+            self.shrink_watchers();
         }
         Some(lease)
     }
@@ -477,7 +502,9 @@ impl State {
             }
         };
         if let Some(lease) = granted {
-            if live(lease.deadline, now) {
+            // Live in the table, not only by its own deadline: it may have been
+            // force-released (and even handed on) before this poll came to collect it.
+            if self.table.live_deadline_of(&lease, now).is_some() {
                 later.discard(Some(waker));
                 return self.collect(id, lease, later);
             }
