@@ -62,7 +62,7 @@ mod state;
 mod table;
 mod time;
 mod timer;
-mod validate;
+pub mod validate;
 mod with_lock;
 
 pub use acquire::Acquire;

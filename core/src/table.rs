@@ -14,7 +14,7 @@ use crate::error::LockError;
 use crate::lease::{LeaseInfo, lease_text, text_has_name, text_name};
 use crate::padded::CachePadded;
 use crate::time::Timestamp;
-use crate::validate::{check_name, check_request, check_ttl};
+use crate::validate::{check_request, check_ttl, name_refusal};
 
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.
 const MIN_SWEEP_LEN: usize = 16;
@@ -236,7 +236,7 @@ impl LockTable {
                     token,
                     deadline,
                 };
-                let lease = LeaseInfo::new(&slot.text, name_len, hash, token, deadline);
+                let lease = LeaseInfo::from_text(&slot.text, name_len, hash, token, deadline);
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
                 Grant::Granted(lease)
             }
@@ -262,7 +262,7 @@ impl LockTable {
         let token = take_token(&self.pool, &mut self.next_token);
         let name_len = source.name().len();
         let text = source.into_text();
-        let lease = LeaseInfo::new(&text, name_len, hash, token, deadline);
+        let lease = LeaseInfo::from_text(&text, name_len, hash, token, deadline);
         let hasher = &self.hasher;
         let slot = Slot {
             text,
@@ -411,14 +411,14 @@ impl LockTable {
         let hasher = &self.hasher;
         out.extend(self.entries.iter().filter(|e| e.deadline > now).map(|e| {
             let name_len = text_name(&e.text).len();
-            LeaseInfo::new(&e.text, name_len, e.hash(hasher), e.token, e.deadline)
+            LeaseInfo::from_text(&e.text, name_len, e.hash(hasher), e.token, e.deadline)
         }));
     }
 
     /// The live lease on `name`, or `None` when the name is free, its lease lapsed, or the
     /// name is not a valid lock name.
     pub fn holder(&mut self, name: &str, now: Timestamp) -> Option<LeaseInfo> {
-        check_name(name, &self.config).ok()?;
+        name_refusal(name, &self.config).ok()?;
         let hash = self.hash_name(name);
         self.holder_checked(hash, name, now)
     }
@@ -431,8 +431,9 @@ impl LockTable {
     ) -> Option<LeaseInfo> {
         let now = self.observe(now);
         let entry = self.entries.find(hash, |e| text_has_name(&e.text, name))?;
-        (entry.deadline > now)
-            .then(|| LeaseInfo::new(&entry.text, name.len(), hash, entry.token, entry.deadline))
+        (entry.deadline > now).then(|| {
+            LeaseInfo::from_text(&entry.text, name.len(), hash, entry.token, entry.deadline)
+        })
     }
 
     /// Reclaims every lapsed entry now and returns how many there were. Never needed for
@@ -545,7 +546,7 @@ impl LeaseSource for Joined<'_> {
         if self.name_checked {
             return Ok(());
         }
-        check_name(self.name, config)
+        name_refusal(self.name, config)
             .map_err(|refusal| refusal.into_error(self.name, self.owner, Duration::ZERO))
     }
 
