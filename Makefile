@@ -59,3 +59,26 @@ size: setup
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web --no-deps --target wasm32-unknown-unknown
+
+## redis ----------------------------------------------------------------------------------
+## The Redis engine (adapters/redis). Each target starts its own scratch redis-server on
+## 127.0.0.1:6390 (scripts/redis-run.sh: mktemp -d, no RDB/AOF, stopped by its pid on exit);
+## fault tests start their own servers on 6391-6394. No other Redis is touched.
+.PHONY: redis-setup test-redis bench-redis demo-redis
+
+## redis-setup: redis-server from the Debian package, when missing (as root)
+redis-setup:
+	@scripts/redis-setup.sh
+
+## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server
+test-redis: redis-setup
+	scripts/redis-run.sh --port 6390 -- $(CARGO) test -p alkstore-redis
+
+## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside
+bench-redis: redis-setup
+	scripts/redis-run.sh --port 6390 -- $(CARGO) run --release -q -p alkstore-redis --example bench
+
+## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
+demo-redis: redis-setup
+	scripts/redis-run.sh --port 6390 -- $(CARGO) run -q -p alkstore-redis --example demo
+## end redis -------------------------------------------------------------------------------
