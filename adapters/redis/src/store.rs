@@ -166,7 +166,19 @@ impl RedisLocks {
         }
         let mut conn = self.inner.conn.clone();
         let io = self.inner.config.io_timeout();
-        match tokio::time::timeout(io, invocation.invoke_async(&mut conn)).await {
+        let call = async {
+            match invocation.invoke_async(&mut conn).await {
+                // The connection was found dead (killed, or the server restarted): the
+                // manager reconnects, and the call is tried once more on the new connection.
+                // Every script is safe to run twice: a repeated step finds its own effect
+                // (a repeated try_lock finds the name busy, and that lease lapses).
+                Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                    invocation.invoke_async(&mut conn).await
+                }
+                other => other,
+            }
+        };
+        match tokio::time::timeout(io, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(unavailable(format!("redis: {e}"))),
             Err(_) => Err(unavailable(format!("redis did not answer within {io:?}"))),

@@ -165,7 +165,7 @@ async fn validation_errors_are_the_cores_and_need_no_server() {
     )
     .await;
     // And a store whose server is gone: validation still answers first.
-    let server = common::RedisServer::start(6394);
+    let server = common::RedisServer::start(6395);
     let dead = RedisLocks::connect_with(
         &server.url(),
         RedisConfig::new()

@@ -73,7 +73,7 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/", self.port)
     }
 
-    fn launch(&mut self) {
+    pub fn launch(&mut self) {
         assert!(
             !self.answers(),
             "something already listens on 127.0.0.1:{}; not touching it",
