@@ -23,14 +23,29 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// The children's entry point: does nothing in a normal run; with `ALKSTORE_CHILD=holder` it
-/// takes a lease, prints `held <token> <deadline ns>` and sleeps until it is killed.
+/// takes a lease, prints `held <token> <deadline ns>` and sleeps until it is killed; with
+/// `ALKSTORE_CHILD=waiter` it queues for a lease (100 ms heartbeat) until it is killed.
 #[test]
 fn child() {
     let Ok(role) = std::env::var("ALKSTORE_CHILD") else {
         return;
     };
-    assert_eq!(role, "holder");
     let url = std::env::var("ALKSTORE_CHILD_URL").unwrap();
+    if role == "waiter" {
+        // Queues for "cw" without a bound, says so, and waits until it is killed.
+        let config = RedisConfig::new().with_waiter_heartbeat(Duration::from_millis(100));
+        return runtime().block_on(async {
+            let locks = RedisLocks::connect_with(&url, config).await.unwrap();
+            let waiting = locks.acquire("cw", "crashing", TTL);
+            tokio::pin!(waiting);
+            tokio::select! {
+                _ = &mut waiting => panic!("the lock is held by the parent"),
+                () = tokio::time::sleep(Duration::from_millis(100)) => println!("queued"),
+            }
+            let _ = waiting.await;
+        });
+    }
+    assert_eq!(role, "holder");
     let ttl = Duration::from_millis(
         std::env::var("ALKSTORE_CHILD_TTL_MS")
             .unwrap()
@@ -276,5 +291,46 @@ fn a_waiter_whose_connections_are_killed_still_gets_the_lease() {
         );
         assert_eq!(got.owner(), "w");
         assert!(start.elapsed() < Duration::from_millis(1500));
+    });
+}
+
+#[test]
+fn a_crashed_unbounded_waiter_is_skipped_once_its_heartbeat_expires() {
+    let server = RedisServer::start(6396);
+    runtime().block_on(async {
+        let locks = RedisLocks::connect(&server.url()).await.unwrap();
+        let lock = locks.try_lock("cw", "holder", TTL).await.unwrap().unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "child", "--nocapture", "--test-threads=1", "-q"])
+            .env("ALKSTORE_CHILD", "waiter")
+            .env("ALKSTORE_CHILD_URL", server.url())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        while lines.next().expect("the child queues").unwrap() != "queued" {}
+        // Queued behind the child, with the default heartbeat.
+        let waiter = {
+            let locks = locks.clone();
+            tokio::spawn(async move { locks.acquire("cw", "survivor", TTL).await })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let killed = Instant::now();
+        assert!(lock.release().await.unwrap());
+        // The lease may go to the dead child first (its entry was fresh): a hand-off nobody
+        // picked up. Once the child's heartbeat has expired (3 x 100 ms), the survivor's next
+        // step (at its 1 s heartbeat at the latest) finds it so and takes the name.
+        let got = tokio::time::timeout(Duration::from_secs(3), waiter)
+            .await
+            .expect("the survivor is served")
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let took = killed.elapsed();
+        eprintln!("crashed waiter: the next waiter got the lease {took:?} after the kill");
+        assert_eq!(got.owner(), "survivor");
+        assert!(took < Duration::from_millis(1500), "{took:?}");
     });
 }

@@ -11,7 +11,11 @@ local HB = tonumber(ARGV[7])
 
 local g = redis.call('HMGET', WKEY, 'granted', 'gdl')
 if g[1] then
+  -- Handed over: pick it up (from now on it is held, and never taken back).
   redis.call('DEL', WKEY)
+  if redis.call('HGET', LOCK, 'token') == g[1] then
+    redis.call('HSET', LOCK, 'claimed', '1')
+  end
   return {'1', g[1], g[2], fmt(NOW)}
 end
 
@@ -36,13 +40,14 @@ if redis.call('EXISTS', WKEY) == 1 then
   cur = settle()
   if cur and cur[4] == ID then
     redis.call('DEL', WKEY)
+    redis.call('HSET', LOCK, 'claimed', '1')
     return {'1', cur[2], cur[3], fmt(NOW)}
   end
 else
   -- A new arrival (or one whose entry was lost: it queues again, at the back).
   cur = settle()
   if not cur then
-    local token, dl = grant(OWNER, TTL, ID)
+    local token, dl = grant(OWNER, TTL, ID, '1')
     return {'1', fmt(token), fmt(dl), fmt(NOW)}
   end
   if over then

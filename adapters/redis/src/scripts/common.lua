@@ -39,12 +39,14 @@ local function next_token()
   return t
 end
 
--- Grants the lock to `owner` for `ttl` µs; `waiter` is the acquire id it goes to ('' for try_lock).
-local function grant(owner, ttl, waiter)
+-- Grants the lock to `owner` for `ttl` µs; `waiter` is the acquire id it goes to ('' for
+-- try_lock); `claimed` is '0' for a hand-off its waiter has not picked up yet, else '1'.
+local function grant(owner, ttl, waiter, claimed)
   local token = next_token()
   local dl = NOW + ttl
   redis.call('DEL', LOCK)
-  redis.call('HSET', LOCK, 'owner', owner, 'token', fmt(token), 'dl', fmt(dl), 'waiter', waiter)
+  redis.call('HSET', LOCK, 'owner', owner, 'token', fmt(token), 'dl', fmt(dl), 'waiter', waiter,
+    'claimed', claimed)
   keep_for(LOCK, ttl)
   return token, dl
 end
@@ -56,12 +58,22 @@ local function waiter_alive(w)
 end
 
 -- Brings the lock up to date: a live lease stays; otherwise the lease goes straight to the first
--- live waiter (dead ones are dropped on the way), who is told by pub/sub. Returns the live
--- lease as {owner, token, dl, waiter}, or nil when the name is free and nobody waits.
+-- live waiter (dead ones are dropped on the way), who is told by pub/sub. A lease handed to a
+-- waiter that died before picking it up (its heartbeat expired; nobody ever held it) counts as
+-- lapsed. Returns the live lease as {owner, token, dl, waiter}, or nil when the name is free
+-- and nobody waits.
 local function settle()
-  local v = redis.call('HMGET', LOCK, 'owner', 'token', 'dl', 'waiter')
+  local v = redis.call('HMGET', LOCK, 'owner', 'token', 'dl', 'waiter', 'claimed')
   if v[1] and NOW < tonumber(v[3]) then
-    return v
+    if v[5] ~= '0' then
+      return v
+    end
+    local wkey = P .. 'waiter:' .. v[4]
+    local hb = redis.call('HGET', wkey, 'hb')
+    if hb and RAW < tonumber(hb) then
+      return v
+    end
+    redis.call('DEL', wkey)
   end
   while true do
     local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
@@ -75,7 +87,7 @@ local function settle()
     local wkey = P .. 'waiter:' .. head
     local w = redis.call('HMGET', wkey, 'owner', 'ttl', 'wd', 'hb')
     if waiter_alive(w) then
-      local token, dl = grant(w[1], tonumber(w[2]), head)
+      local token, dl = grant(w[1], tonumber(w[2]), head, '0')
       redis.call('HSET', wkey, 'granted', fmt(token), 'gdl', fmt(dl))
       redis.call('PUBLISH', P .. 'wake', head)
       return {w[1], fmt(token), fmt(dl), head}

@@ -3,5 +3,5 @@ local cur = settle()
 if cur then
   return {'0', cur[3], fmt(NOW)}
 end
-local token, dl = grant(ARGV[2], tonumber(ARGV[3]), '')
+local token, dl = grant(ARGV[2], tonumber(ARGV[3]), '', '1')
 return {'1', fmt(token), fmt(dl), fmt(NOW)}
