@@ -63,7 +63,7 @@ doc:
 ## redis ----------------------------------------------------------------------------------
 ## The Redis engine (adapters/redis). Each target starts its own scratch redis-server on
 ## 127.0.0.1:6390 (scripts/redis-run.sh: mktemp -d, no RDB/AOF, stopped by its pid on exit);
-## fault tests start their own servers on 6391-6394. No other Redis is touched.
+## fault tests start their own servers on 6391-6396. No other Redis is touched.
 .PHONY: redis-setup test-redis bench-redis demo-redis
 
 ## redis-setup: redis-server from the Debian package, when missing (as root)
@@ -76,9 +76,9 @@ test-redis: redis-setup
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside
 bench-redis: redis-setup
-	scripts/redis-run.sh --port 6390 -- $(CARGO) run --release -q -p alkstore-redis --example bench
+	scripts/redis-run.sh --port 6390 -- $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
 
 ## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
 demo-redis: redis-setup
-	scripts/redis-run.sh --port 6390 -- $(CARGO) run -q -p alkstore-redis --example demo
+	scripts/redis-run.sh --port 6390 -- $(CARGO) run -q -p alkstore-redis-tools --bin demo
 ## end redis -------------------------------------------------------------------------------
