@@ -31,10 +31,12 @@ end
 -- The next fencing token: one more than the last, and never below the server's time in µs,
 -- so that tokens keep increasing across a restart that lost the counter.
 local function next_token()
-  local t = tonumber(redis.call('GET', P .. 'token') or '0') + 1
-  if t < NOW then
-    t = NOW
+  -- One call in the common case (fewer than one grant per µs): store NOW, read the last.
+  local last = tonumber(redis.call('SET', P .. 'token', fmt(NOW), 'GET') or '0')
+  if last < NOW then
+    return NOW
   end
+  local t = last + 1
   redis.call('SET', P .. 'token', fmt(t))
   return t
 end
@@ -44,7 +46,7 @@ end
 local function grant(owner, ttl, waiter, claimed)
   local token = next_token()
   local dl = NOW + ttl
-  redis.call('DEL', LOCK)
+  -- Every field is written, so no field of an earlier lease survives.
   redis.call('HSET', LOCK, 'owner', owner, 'token', fmt(token), 'dl', fmt(dl), 'waiter', waiter,
     'claimed', claimed)
   keep_for(LOCK, ttl)

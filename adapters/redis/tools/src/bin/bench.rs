@@ -19,8 +19,8 @@ use alkstore_redis::{RedisConfig, RedisLocks};
 use redis::aio::ConnectionManager;
 
 const TTL: Duration = Duration::from_secs(30);
-const ROUNDS: usize = 7;
-const PER_ROUND: u32 = 3_000;
+const ROUNDS: usize = 15;
+const PER_ROUND: u32 = 1_500;
 const TASKS: usize = 16;
 const PER_TASK: u32 = 2_000;
 
