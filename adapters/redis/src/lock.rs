@@ -152,15 +152,17 @@ impl RedisLock {
         } else {
             every
         };
-        let wake = match self.sleeper().await {
-            Ok(wake) => wake,
-            Err(err) => return err,
+        // Without a subscription (Redis unreachable just now) it renews on its own timer only.
+        let wake = self.sleeper().await.ok();
+        let woken = async |wake: &Option<crate::wake::Registration>| match wake {
+            Some(wake) => wake.notified().await,
+            None => std::future::pending().await,
         };
         let mut due = self.anchor.estimate().saturating_add(every);
         loop {
             tokio::select! {
                 () = tokio::time::sleep(self.anchor.until(due)) => {}
-                () = wake.notified() => {
+                () = woken(&wake) => {
                     // Woken early (a moved test clock, or a reconnect): renew only if due.
                     match self.store.server_now().await {
                         Ok(now) if now.server < due => { self.anchor = now; continue }
