@@ -59,6 +59,31 @@ local function waiter_alive(w)
   return w[1] and RAW < tonumber(w[4]) and (w[3] == '0' or NOW < tonumber(w[3]))
 end
 
+-- Hands the name to the first live waiter (dead ones are dropped on the way), who is told by
+-- pub/sub; with nobody waiting the lock key is deleted (if `present`). Returns the new lease as
+-- {owner, token, dl, waiter}, or nil when the name is free and nobody waits.
+local function hand_off(present)
+  while true do
+    local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+    if not head then
+      if present then
+        redis.call('DEL', LOCK)
+      end
+      return nil
+    end
+    redis.call('ZREM', QUEUE, head)
+    local wkey = P .. 'waiter:' .. head
+    local w = redis.call('HMGET', wkey, 'owner', 'ttl', 'wd', 'hb')
+    if waiter_alive(w) then
+      local token, dl = grant(w[1], tonumber(w[2]), head, '0')
+      redis.call('HSET', wkey, 'granted', fmt(token), 'gdl', fmt(dl))
+      redis.call('PUBLISH', P .. 'wake', head)
+      return {w[1], fmt(token), fmt(dl), head}
+    end
+    redis.call('DEL', wkey)
+  end
+end
+
 -- Brings the lock up to date: a live lease stays; otherwise the lease goes straight to the first
 -- live waiter (dead ones are dropped on the way), who is told by pub/sub. A lease handed to a
 -- waiter that died before picking it up (its heartbeat expired; nobody ever held it) counts as
@@ -77,23 +102,5 @@ local function settle()
     end
     redis.call('DEL', wkey)
   end
-  while true do
-    local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
-    if not head then
-      if v[1] then
-        redis.call('DEL', LOCK)
-      end
-      return nil
-    end
-    redis.call('ZREM', QUEUE, head)
-    local wkey = P .. 'waiter:' .. head
-    local w = redis.call('HMGET', wkey, 'owner', 'ttl', 'wd', 'hb')
-    if waiter_alive(w) then
-      local token, dl = grant(w[1], tonumber(w[2]), head, '0')
-      redis.call('HSET', wkey, 'granted', fmt(token), 'gdl', fmt(dl))
-      redis.call('PUBLISH', P .. 'wake', head)
-      return {w[1], fmt(token), fmt(dl), head}
-    end
-    redis.call('DEL', wkey)
-  end
+  return hand_off(v[1])
 end

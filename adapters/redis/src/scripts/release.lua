@@ -7,6 +7,8 @@ if v[1] == ARGV[2] then
     released = '1'
   end
   redis.call('DEL', LOCK)
+  hand_off(false)
+else
+  settle()
 end
-settle()
 return released
