@@ -5,12 +5,15 @@ CARGO ?= cargo
 
 .PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo demo-check bench bench-downstream check-downstream bench-browser size
 
-## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, no_std/wasm builds, browser suite
-test: setup fmt-check clippy doc test-native demo-check nostd test-browser
+## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
+## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
+test: setup fmt-check clippy doc test-native demo-check nostd test-browser test-redis check-downstream
 
-## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver; quiet when all is there
+## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
+## redis-server; quiet when all is there
 setup:
 	@scripts/setup.sh
+	@scripts/redis-setup.sh
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -19,9 +22,10 @@ clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance --all-targets --target wasm32-unknown-unknown -- -D warnings
 
-## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests)
+## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
+## except the Redis engine's, which need a server: test-redis runs them
 test-native:
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --exclude alkstore-redis
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
 nostd:
@@ -79,3 +83,26 @@ size: setup
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web --no-deps --target wasm32-unknown-unknown
+
+## redis ----------------------------------------------------------------------------------
+## The Redis engine (adapters/redis). Each target starts its own scratch redis-server on
+## 127.0.0.1:6390 (scripts/redis-run.sh: mktemp -d, no RDB/AOF, stopped by its pid on exit);
+## fault tests start their own servers on 6391-6396. No other Redis is touched.
+.PHONY: redis-setup test-redis bench-redis demo-redis
+
+## redis-setup: redis-server from the Debian package, when missing (as root)
+redis-setup:
+	@scripts/redis-setup.sh
+
+## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server
+test-redis: redis-setup
+	scripts/redis-run.sh --port 6390 -- $(CARGO) test -p alkstore-redis
+
+## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside
+bench-redis: redis-setup
+	scripts/redis-run.sh --port 6390 -- $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
+
+## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
+demo-redis: redis-setup
+	scripts/redis-run.sh --port 6390 -- $(CARGO) run -q -p alkstore-redis-tools --bin demo
+## end redis -------------------------------------------------------------------------------

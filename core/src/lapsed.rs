@@ -150,6 +150,11 @@ impl<C: Timer> Future for KeepAlive<'_, C> {
             // The renewal is due, or the lease ended early: renew, which says which.
             this.next = None;
             if let Err(err) = this.lock.renew(this.lock.ttl()) {
+                // Done: no sleep and no registration outlive the answer.
+                this.sleep = None;
+                if let Some(id) = this.watcher.take() {
+                    this.lock.unwatch(id);
+                }
                 return Poll::Ready(err);
             }
         }

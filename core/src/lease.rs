@@ -149,9 +149,30 @@ pub struct LeaseInfo {
 }
 
 impl LeaseInfo {
+    /// A lease as another engine reports it: `name` held by `owner` with fencing `token`
+    /// until `deadline` (on that engine's clock). Remote engines (`alkstore-redis`) build
+    /// their [`holder`](crate::LockStore::holder) answers with it.
+    ///
+    /// A `LeaseInfo` built by hand identifies no grant of an in-memory
+    /// [`LockTable`](crate::LockTable): it carries none of the table's lookup data (its
+    /// internal hash is 0), so handing it to the table's `renew`, `release` or `is_held` is
+    /// not a way to address a lease there. It compares equal to any `LeaseInfo` with the
+    /// same name, owner, token and deadline.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::{LeaseInfo, Timestamp};
+    ///
+    /// let info = LeaseInfo::new("invoice/1001", "worker-2", 7, Timestamp::from_millis(1_500));
+    /// assert_eq!((info.name(), info.owner(), info.token()), ("invoice/1001", "worker-2", 7));
+    /// ```
+    pub fn new(name: &str, owner: &str, token: u64, deadline: Timestamp) -> Self {
+        Self::from_text(Text::join(name, owner), name.len(), 0, token, deadline)
+    }
+
     /// A snapshot of a grant whose `name\0owner` text is `text`, its name `name_len` bytes.
     #[inline]
-    pub(crate) fn new(
+    pub(crate) fn from_text(
         text: Text,
         name_len: usize,
         hash: u64,
@@ -241,7 +262,7 @@ mod tests {
             assert_eq!(text.name_len(), name.len());
             assert!(text.has_name(name));
             assert!(!text.has_name(&name[..1]));
-            let info = LeaseInfo::new(text.clone(), name.len(), 0, 1, Timestamp::ZERO);
+            let info = LeaseInfo::from_text(text.clone(), name.len(), 0, 1, Timestamp::ZERO);
             assert_eq!((info.name(), info.owner()), (name, owner));
         }
     }

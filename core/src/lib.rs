@@ -66,7 +66,7 @@ mod sync;
 mod table;
 mod time;
 mod timer;
-mod validate;
+pub mod validate;
 mod wake;
 mod with_lock;
 
@@ -84,8 +84,3 @@ pub use time::{Clock, Timestamp};
 pub use timer::Timer;
 pub use validate::RESERVED_PREFIX;
 pub use with_lock::with_lock;
-
-/// The README's Rust examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

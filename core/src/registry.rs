@@ -21,7 +21,7 @@ use crate::sync::Mutex;
 use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
-use crate::validate::{check_name, check_request, quick_check};
+use crate::validate::{check_request, name_refusal, quick_check};
 
 /// A shared registry of named exclusive locks with TTL leases.
 ///
@@ -324,7 +324,7 @@ impl<C: Clock> LockRegistry<C> {
     /// ```
     #[inline]
     pub fn holder(&self, name: &str) -> Option<LeaseInfo> {
-        check_name(name, &self.inner.common.config).ok()?;
+        name_refusal(name, &self.inner.common.config).ok()?;
         let hash = self.inner.hash(name);
         self.inner
             .shard(hash)
@@ -354,7 +354,7 @@ impl<C: Clock> LockRegistry<C> {
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
     pub fn force_release(&self, name: &str) -> Option<LeaseInfo> {
-        check_name(name, &self.inner.common.config).ok()?;
+        name_refusal(name, &self.inner.common.config).ok()?;
         let hash = self.inner.hash(name);
         self.inner
             .shard(hash)

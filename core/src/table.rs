@@ -13,7 +13,7 @@ use crate::error::LockError;
 use crate::lease::{LeaseInfo, Text};
 use crate::padded::CachePadded;
 use crate::time::{Timestamp, live};
-use crate::validate::{check_name, check_request, check_ttl};
+use crate::validate::{check_request, check_ttl, name_refusal};
 
 /// The deadline of a slot ended early (kept for a waiter): lapsed at every reading.
 const LAPSED: Timestamp = Timestamp::ZERO;
@@ -258,7 +258,7 @@ impl LockTable {
                 slot.token = token;
                 slot.deadline = deadline;
                 // The old text goes (inline: nothing to free; shared: perhaps still a handle's).
-                let lease = LeaseInfo::new(text.clone(), name_len, hash, token, deadline);
+                let lease = LeaseInfo::from_text(text.clone(), name_len, hash, token, deadline);
                 slot.text = text;
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
                 self.tick(now);
@@ -286,7 +286,7 @@ impl LockTable {
         let token = take_token(&self.pool, &mut self.next_token);
         let name_len = source.name().len();
         let text = source.into_text();
-        let lease = LeaseInfo::new(text.clone(), name_len, hash, token, deadline);
+        let lease = LeaseInfo::from_text(text.clone(), name_len, hash, token, deadline);
         let slot = Slot {
             text,
             hash,
@@ -451,7 +451,7 @@ impl LockTable {
                 .filter(|e| live(e.deadline, now))
                 .map(|e| {
                     let name_len = e.text.name_len();
-                    LeaseInfo::new(e.text.clone(), name_len, e.hash, e.token, e.deadline)
+                    LeaseInfo::from_text(e.text.clone(), name_len, e.hash, e.token, e.deadline)
                 }),
         );
     }
@@ -459,7 +459,7 @@ impl LockTable {
     /// The live lease on `name`, or `None` when the name is free, its lease lapsed, or the
     /// name is not a valid lock name.
     pub fn holder(&mut self, name: &str, now: Timestamp) -> Option<LeaseInfo> {
-        check_name(name, &self.config).ok()?;
+        name_refusal(name, &self.config).ok()?;
         let hash = self.hash_name(name);
         self.holder_checked(hash, name, now)
     }
@@ -476,7 +476,7 @@ impl LockTable {
             .entries
             .find(hash, |e| e.hash == hash && e.text.has_name(name)))
         .filter(|e| live(e.deadline, now))
-        .map(|e| LeaseInfo::new(e.text.clone(), name.len(), hash, e.token, e.deadline));
+        .map(|e| LeaseInfo::from_text(e.text.clone(), name.len(), hash, e.token, e.deadline));
         self.tick(now);
         holder
     }
@@ -504,22 +504,29 @@ impl LockTable {
         let len = self.entries.len();
         self.forget_entries(before - len);
         self.sweep_at = MIN_SWEEP_LEN.max(len.saturating_mul(2));
-        self.ops_until_sweep = MIN_SWEEP_LEN.max(len / 4);
+        self.ops_until_sweep = MIN_SWEEP_LEN.max(len / 8);
         shrink_if_sparse(&mut self.entries, |e| e.hash);
         before - len
     }
 
     /// Counts one operation towards the next amortised sweep, and sweeps when it is due and
-    /// a lease may have lapsed: a sweep of `n` entries every `n / 4` operations at most, so
-    /// O(1) amortised, and lapsed entries go even when no new name is inserted.
+    /// a lease may have lapsed: a sweep of `n` entries every `n / 8` operations at most, so
+    /// O(1) amortised, and lapsed entries go even when no new name is inserted. When due, it
+    /// also gives back room beyond twice what the entries need.
     #[inline]
     fn tick(&mut self, now: Timestamp) {
         match self.ops_until_sweep.checked_sub(1) {
             Some(left) if left > 0 => self.ops_until_sweep = left,
             _ => {
-                self.ops_until_sweep = MIN_SWEEP_LEN.max(self.entries.len() / 4);
+                self.ops_until_sweep = MIN_SWEEP_LEN.max(self.entries.len() / 8);
                 if now >= self.earliest_deadline {
                     self.sweep(now);
+                }
+                // Between the shrinks of removals (at 4x), a tighter one on this schedule:
+                // once every len / 8 operations at most, so still O(1) amortised, and a table
+                // that drained keeps at most about twice the room its entries need.
+                if self.entries.capacity() > 2 * self.entries.len().max(MIN_SWEEP_LEN) {
+                    shrink(&mut self.entries, |e| e.hash);
                 }
             }
         }

@@ -1,6 +1,11 @@
 //! Entry checks for names, owners and durations, run before any state changes.
 //!
-//! The checks return a small [`Refusal`] that allocates nothing; it becomes a
+//! Every engine runs these same checks before it does anything, so that a request refused by
+//! one engine is refused by all with the same [`LockError`]: the in-memory registry inside,
+//! and remote engines (`alkstore-redis`) through the public [`check_request`] and
+//! [`check_name`], before any round trip.
+//!
+//! Inside, the checks return a small `Refusal` that allocates nothing; it becomes a
 //! [`LockError`] (which quotes the value) only when a caller is actually refused.
 
 use core::time::Duration;
@@ -41,7 +46,7 @@ impl Refusal {
 
 /// Checks a name: not empty, at most `config.max_name_len` bytes, no control character, and
 /// not beginning with [`RESERVED_PREFIX`].
-pub(crate) fn check_name(name: &str, config: &Config) -> Result<(), Refusal> {
+pub(crate) fn name_refusal(name: &str, config: &Config) -> Result<(), Refusal> {
     if name.is_empty() {
         return Err(Refusal::Name(InputProblem::Empty));
     }
@@ -124,14 +129,48 @@ fn check_request_cold(
     check_request(name, owner, ttl, config)
 }
 
-/// All checks of a lock request, in the order their errors take precedence.
-pub(crate) fn check_request(
+/// Checks a lock name as every engine does: not empty, at most `config.max_name_len` bytes,
+/// no control character, and not beginning with [`RESERVED_PREFIX`].
+///
+/// # Errors
+/// [`LockError::InvalidName`] or [`LockError::ReservedName`], quoting `name`.
+///
+/// # Example
+/// ```
+/// use alkstore_mem::{Config, LockError, validate::check_name};
+///
+/// assert!(check_name("invoice/1001", &Config::default()).is_ok());
+/// assert!(matches!(check_name("alk:x", &Config::default()), Err(LockError::ReservedName { .. })));
+/// ```
+pub fn check_name(name: &str, config: &Config) -> Result<(), LockError> {
+    name_refusal(name, config).map_err(|refusal| refusal.into_error(name, "", Duration::ZERO))
+}
+
+/// All checks of a lock request (`try_lock`, `acquire`), as every engine runs them: the name
+/// (see [`check_name`]), then the owner (not empty, at most `config.max_owner_len` bytes),
+/// then the ttl (not zero), in that order of precedence.
+///
+/// # Errors
+/// The first of [`LockError::InvalidName`], [`LockError::ReservedName`],
+/// [`LockError::InvalidOwner`] and [`LockError::InvalidTtl`] that applies.
+///
+/// # Example
+/// ```
+/// use alkstore_mem::{Config, LockError, validate::check_request};
+/// use core::time::Duration;
+///
+/// let config = Config::default();
+/// assert!(check_request("job", "worker-1", Duration::from_secs(1), &config).is_ok());
+/// let err = check_request("job", "", Duration::ZERO, &config).unwrap_err();
+/// assert!(matches!(err, LockError::InvalidOwner { .. }), "the owner comes before the ttl");
+/// ```
+pub fn check_request(
     name: &str,
     owner: &str,
     ttl: Duration,
     config: &Config,
 ) -> Result<(), LockError> {
-    check_name(name, config)
+    name_refusal(name, config)
         .and_then(|()| check_owner(owner, config))
         .and_then(|()| check_ttl(ttl))
         .map_err(|refusal| refusal.into_error(name, owner, ttl))
@@ -209,7 +248,7 @@ mod tests {
     use super::*;
 
     fn name(n: &str) -> Result<(), Refusal> {
-        check_name(n, &Config::default())
+        name_refusal(n, &Config::default())
     }
 
     #[test]

@@ -256,3 +256,10 @@ mod tests {
         assert!(count >= 40, "found only {count} bodies");
     }
 }
+
+/// The top-level README's Rust examples, compiled and run as doctests (natively: the Redis
+/// example needs `alkstore-redis`). They live here, in a crate that is never published, so
+/// that no published crate reaches outside its own directory for them.
+#[cfg(all(doctest, not(target_arch = "wasm32")))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -670,11 +670,19 @@ fn keep_alive_and_lapsed_notice_a_force_release() {
         assert_eq!(lapsed.wakes(), 1);
         lapsed.ready();
     }
+    // A keep-alive of a lease already lost gives up at its first poll.
+    let mut alive = Probe::new(lock.keep_alive(SEC));
+    assert!(matches!(alive.ready(), LockError::Expired { .. }));
+    assert_eq!(clock.pending_sleeps(), 0);
+
+    // A pending keep-alive is woken by the force-release at once, not at its next renewal.
+    let mut lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
     let mut alive = Probe::new(lock.keep_alive(SEC));
     alive.pending();
-    clock.advance(SEC);
+    reg.force_release("job");
     assert_eq!(alive.wakes(), 1);
     assert!(matches!(alive.ready(), LockError::Expired { .. }));
+    assert_eq!(clock.pending_sleeps(), 0);
 }
 
 // snapshot.

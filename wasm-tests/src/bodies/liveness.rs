@@ -51,9 +51,11 @@ pub async fn keep_alive_returns_expired_once_the_lease_is_lost<E: Engine>(engine
     let lost = {
         let mut alive = Box::pin(lock.keep_alive(secs(20)));
         drive_pending(&store, &mut alive, "keep-alive").await;
-        engine.advance(&store, secs(10)).await;
+        engine.advance(&store, secs(5)).await;
         drive_pending(&store, &mut alive, "keep-alive before its first renewal").await;
-        engine.advance(&store, secs(10)).await;
+        // The lease lapses at 10 s, before the first renewal (due at 20 s): an engine may
+        // notice at the lapse or at the renewal; by 20 s the keep-alive must have given up.
+        engine.advance(&store, secs(15)).await;
         eventually(&store, &mut alive, "keep-alive of a lapsed lease").await
     };
     match lost {

@@ -1,0 +1,71 @@
+//! alkstore-mem's lock contract on Redis: named exclusive locks with TTL leases, fencing
+//! tokens and FIFO waiting, shared by every process that reaches one Redis.
+//!
+//! # The model
+//! [`RedisLocks`] is a connection (one multiplexed [`redis::aio::ConnectionManager`] that
+//! reconnects by itself, plus a pub/sub subscriber for waiters) and a namespace. Each
+//! operation checks its input locally with the core's own checks
+//! ([`alkstore_mem::validate`]), then runs one Lua script that reads the server's `TIME`,
+//! decides, and writes atomically. Time is the server's, never the client's: a client whose
+//! clock is off cannot break exclusion, and [`RedisLock::deadline`] is on the server's
+//! timeline (nanoseconds since the Unix epoch by the server's `TIME`). The same methods exist
+//! inherently (no trait import needed) and through [`alkstore_mem::LockStore`], so code
+//! written and tested against the in-memory engine runs on Redis unchanged.
+//!
+//! # What it promises
+//! - **Exclusion**: at most one live lease per name in a namespace; busy is `Ok(None)`.
+//! - **Renew** is an absolute reset to the server's now + ttl, refused at or after the
+//!   deadline ([`LockError::Expired`](alkstore_mem::LockError::Expired)); **release**
+//!   compares the fencing token, never frees a newer lease, and answers `false` for a lapsed
+//!   lease.
+//! - **Fencing tokens** strictly increase across the namespace. The counter `{ns}:token` is
+//!   raised to at least the server's time in microseconds at every grant, so tokens keep
+//!   increasing across a Redis restart that lost the counter (no persistence), as long as
+//!   the server's clock did not step back by more than the time the restart took. They do
+//!   **not** survive a failover to a replica that missed the last writes (it may hand out a
+//!   token again, and grant a name that was held). To harden that: run with an fsynced AOF
+//!   (`appendonly yes`, `appendfsync always`) and no failover, or follow writes with
+//!   `WAIT` so a replica has them before a grant is used; the lease itself is as safe as the
+//!   data Redis keeps.
+//! - **Waiting** is FIFO across processes with direct hand-off inside the release script and
+//!   no barging; waiters sleep on pub/sub with a bounded re-check (see [`RedisAcquire`]).
+//! - **Failures** (connection refused, no answer within [`RedisConfig::io_timeout`], a script
+//!   error) are [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable), never a
+//!   panic and never a lock believed held that is not. When Redis comes back, the same store
+//!   works again.
+//! - **Redis Cluster**: every key of a namespace starts with `{ns}:`, one hash slot.
+//!
+//! # Example
+//! ```no_run
+//! use alkstore_redis::RedisLocks;
+//! use std::time::Duration;
+//!
+//! # async fn run() -> Result<(), alkstore_mem::LockError> {
+//! let locks = RedisLocks::connect("redis://127.0.0.1:6379/").await?;
+//! if let Some(lock) = locks.try_lock("invoice/1001", "worker-1", Duration::from_secs(10)).await? {
+//!     // ... write to the store with lock.token() as the fencing token ...
+//!     lock.release().await?;
+//! }
+//! // Wait up to 5 s for it, in line behind earlier waiters of every process.
+//! let waited = locks.acquire("invoice/1001", "worker-1", Duration::from_secs(10))
+//!     .timeout(Duration::from_secs(5))
+//!     .await?;
+//! # drop(waited);
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations)]
+
+mod acquire;
+mod config;
+mod contract;
+mod lock;
+mod scripts;
+mod store;
+mod wake;
+
+pub use acquire::RedisAcquire;
+pub use config::RedisConfig;
+pub use lock::RedisLock;
+pub use store::RedisLocks;

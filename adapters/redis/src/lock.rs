@@ -1,0 +1,263 @@
+//! [`RedisLock`]: a held lease, and its renew, release and watch operations.
+
+use core::fmt;
+use std::time::Duration;
+
+use alkstore_mem::{LeaseInfo, LockError, Timestamp};
+
+use crate::scripts::SCRIPTS;
+use crate::store::{Anchor, RedisLocks, field, from_us, micros};
+
+/// A lease held in Redis: the handle [`RedisLocks::try_lock`] and
+/// [`RedisLocks::acquire`] hand out.
+///
+/// Dropping it releases the lease in a task spawned on the current tokio runtime; with no
+/// runtime (or if Redis cannot be reached then) the lease simply lapses at its deadline.
+/// [`detach`](Self::detach) lets it run to its deadline on purpose.
+#[must_use = "dropping a RedisLock releases it; call detach() to let the lease run to its deadline"]
+pub struct RedisLock {
+    store: RedisLocks,
+    name: String,
+    owner: String,
+    token: u64,
+    deadline: Timestamp,
+    ttl: Duration,
+    /// The last reply's reading of the server's clock.
+    anchor: Anchor,
+    release_on_drop: bool,
+}
+
+impl RedisLock {
+    pub(crate) fn new(
+        store: RedisLocks,
+        name: &str,
+        owner: &str,
+        token: u64,
+        deadline: Timestamp,
+        ttl: Duration,
+        anchor: Anchor,
+    ) -> Self {
+        RedisLock {
+            store,
+            name: name.into(),
+            owner: owner.into(),
+            token,
+            deadline,
+            ttl,
+            anchor,
+            release_on_drop: true,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The owner the lease was granted to.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// The fencing token: larger than every token granted before it in this namespace, and
+    /// kept by renewals. Pass it to whatever the lock protects, so that it can refuse a
+    /// stale holder's writes.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The deadline as of the last grant or renew, on the Redis server's clock (nanoseconds
+    /// since the Unix epoch by the server's `TIME`): the lease is live while the server's
+    /// time is before it.
+    pub fn deadline(&self) -> Timestamp {
+        self.deadline
+    }
+
+    /// The ttl of the last grant or renew: what [`keep_alive`](Self::keep_alive) renews to.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// This grant as a [`LeaseInfo`].
+    pub fn info(&self) -> LeaseInfo {
+        LeaseInfo::new(&self.name, &self.owner, self.token, self.deadline)
+    }
+
+    /// Whether the lease is still live on the server now.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout`.
+    pub async fn is_held(&self) -> Result<bool, LockError> {
+        let reply: Vec<String> = self
+            .store
+            .run(&SCRIPTS.is_held, &self.name, &[&self.token])
+            .await?;
+        Ok(reply.first().map(String::as_str) == Some("1"))
+    }
+
+    /// Resets the deadline to the server's now + `ttl` and keeps the token.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidTtl`] for a zero `ttl` (no round trip); [`LockError::Expired`] at
+    /// or after the deadline, or when the lease was lost (it stays lost);
+    /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout` (the
+    /// lease then lapses at its deadline unless a later renew succeeds).
+    pub async fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
+        if ttl.is_zero() {
+            return Err(LockError::InvalidTtl { ttl });
+        }
+        let reply: Vec<String> = self
+            .store
+            .run(&SCRIPTS.renew, &self.name, &[&self.token, &micros(ttl)])
+            .await?;
+        let now = field(&reply, 2)?;
+        self.anchor = Anchor::new(now);
+        if reply.first().map(String::as_str) != Some("1") {
+            return Err(LockError::Expired {
+                name: self.name.clone(),
+                token: self.token,
+                deadline: self.deadline,
+                now: from_us(now),
+            });
+        }
+        self.deadline = from_us(field(&reply, 1)?);
+        self.ttl = ttl;
+        Ok(())
+    }
+
+    /// Releases the lease: `Ok(true)` when it was live and is now free (or handed to the
+    /// first waiter), `Ok(false)` when it had lapsed. Compares the fencing token: never frees
+    /// a newer lease.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout` (the
+    /// lease then lapses at its deadline).
+    pub async fn release(mut self) -> Result<bool, LockError> {
+        self.release_on_drop = false;
+        release(&self.store, &self.name, self.token).await
+    }
+
+    /// Gives up the handle without releasing: the lease stays until its deadline.
+    pub fn detach(mut self) {
+        self.release_on_drop = false;
+    }
+
+    /// Renews the lease to its [`ttl`](Self::ttl) every `every` (zero: a third of the ttl)
+    /// and returns only when a renewal fails, with that error: [`LockError::Expired`] once
+    /// the lease is lost, [`LockError::Unavailable`] when Redis did not answer. Race it
+    /// against the work (`tokio::select!`), so that the work stops when the lease is gone.
+    pub async fn keep_alive(&mut self, every: Duration) -> LockError {
+        let every = if every.is_zero() {
+            (self.ttl / 3).max(Duration::from_micros(1))
+        } else {
+            every
+        };
+        // Without a subscription (Redis unreachable just now) it renews on its own timer only.
+        let wake = self.sleeper().await.ok();
+        let woken = async |wake: &Option<crate::wake::Registration>| match wake {
+            Some(wake) => wake.notified().await,
+            None => std::future::pending().await,
+        };
+        let mut due = self.anchor.estimate().saturating_add(every);
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(self.anchor.until(due)) => {}
+                () = woken(&wake) => {
+                    // Woken early (a moved test clock, or a reconnect): renew only if due.
+                    match self.store.server_now().await {
+                        Ok(now) if now.server < due => { self.anchor = now; continue }
+                        Ok(_) => {}
+                        Err(err) => return err,
+                    }
+                }
+            }
+            if let Err(err) = self.renew(self.ttl).await {
+                return err;
+            }
+            due = self.anchor.server.saturating_add(every);
+        }
+    }
+
+    /// Resolves once the lease is no longer held (lapsed, released elsewhere, or lost). It
+    /// sleeps to the deadline and asks the server again, so renewals push it out. While
+    /// Redis cannot be reached it resolves once the deadline has passed by the local
+    /// estimate of the server's clock.
+    pub async fn lapsed(&self) {
+        let wake = self.sleeper().await.ok();
+        let mut anchor = self.anchor;
+        let mut deadline = self.deadline;
+        loop {
+            let reply: Result<Vec<String>, LockError> = self
+                .store
+                .run(&SCRIPTS.is_held, &self.name, &[&self.token])
+                .await;
+            let pause = match reply {
+                Ok(reply) => {
+                    let (Ok(dl), Ok(now)) = (field(&reply, 1), field(&reply, 2)) else {
+                        return;
+                    };
+                    if reply.first().map(String::as_str) != Some("1") {
+                        return;
+                    }
+                    anchor = Anchor::new(now);
+                    deadline = from_us(dl);
+                    anchor.until(deadline)
+                }
+                Err(_) if anchor.estimate() >= deadline => return,
+                Err(_) => anchor.until(deadline).min(Duration::from_millis(250)),
+            };
+            let pause = pause + Duration::from_millis(1);
+            match &wake {
+                Some(wake) => tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    () = wake.notified() => {}
+                },
+                None => tokio::time::sleep(pause).await,
+            }
+        }
+    }
+
+    /// A registration for broadcast wake-ups (a moved test clock), so that sleeps follow it.
+    async fn sleeper(&self) -> Result<crate::wake::Registration, LockError> {
+        self.store
+            .inner
+            .wake
+            .register(crate::acquire::new_id())
+            .await
+    }
+}
+
+/// Runs the release script for `token` on `name`.
+pub(crate) async fn release(store: &RedisLocks, name: &str, token: u64) -> Result<bool, LockError> {
+    let reply: String = store.run(&SCRIPTS.release, name, &[&token]).await?;
+    Ok(reply == "1")
+}
+
+impl Drop for RedisLock {
+    fn drop(&mut self) {
+        if !self.release_on_drop {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let store = self.store.clone();
+            let name = std::mem::take(&mut self.name);
+            let token = self.token;
+            runtime.spawn(async move {
+                // Best effort: if Redis cannot be reached, the lease lapses at its deadline.
+                let _ = release(&store, &name, token).await;
+            });
+        }
+    }
+}
+
+impl fmt::Debug for RedisLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisLock")
+            .field("name", &self.name)
+            .field("owner", &self.owner)
+            .field("token", &self.token)
+            .field("deadline", &self.deadline)
+            .field("ttl", &self.ttl)
+            .finish()
+    }
+}

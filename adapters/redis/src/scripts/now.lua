@@ -1,0 +1,2 @@
+-- now(name) -> lease time in µs
+return fmt(NOW)

@@ -1,0 +1,315 @@
+//! [`RedisLocks`]: the connection, the config, and the calls that run one script each.
+
+use core::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alkstore_mem::validate::{check_name, check_request};
+use alkstore_mem::{LeaseInfo, LockError, Timestamp};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{FromRedisValue, Script, ToRedisArgs};
+
+use crate::acquire::RedisAcquire;
+use crate::config::RedisConfig;
+use crate::lock::RedisLock;
+use crate::scripts::SCRIPTS;
+use crate::wake::Wake;
+
+/// Named exclusive locks with TTL leases and fencing tokens, kept in Redis.
+///
+/// Cheap to clone: clones share one multiplexed connection (a
+/// [`ConnectionManager`], which reconnects by itself) and one pub/sub subscriber. Every
+/// operation validates its input locally with the core's checks, then runs one Lua script
+/// that reads the server's `TIME`, decides and writes atomically. See the
+/// [crate docs](crate) for the model and the guarantees.
+///
+/// A store is bound to the tokio runtime it was connected on (its connection's tasks run
+/// there).
+#[derive(Clone)]
+pub struct RedisLocks {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    conn: ConnectionManager,
+    pub(crate) config: RedisConfig,
+    /// `{ns}:`, the first key of every script.
+    prefix: String,
+    pub(crate) wake: Arc<Wake>,
+}
+
+/// A reply's reading of the server's lease clock, with the local instant it arrived at, so
+/// that a handle can estimate the server's time without asking.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Anchor {
+    pub(crate) server: Timestamp,
+    pub(crate) local: Instant,
+}
+
+impl Anchor {
+    pub(crate) fn new(server_us: u64) -> Self {
+        Anchor {
+            server: from_us(server_us),
+            local: Instant::now(),
+        }
+    }
+
+    /// The server's time now, as estimated from this reading.
+    pub(crate) fn estimate(&self) -> Timestamp {
+        self.server.saturating_add(self.local.elapsed())
+    }
+
+    /// How long until `at` on the server's clock, as estimated from this reading.
+    pub(crate) fn until(&self, at: Timestamp) -> Duration {
+        at.saturating_duration_since(self.estimate())
+    }
+}
+
+/// The longest lease, in µs: 100 years (longer ttls, up to `Duration::MAX`, are cut to it),
+/// which keeps every deadline an exact integer in Lua's doubles.
+const MAX_TTL_US: u64 = 100 * 365 * 24 * 3600 * 1_000_000;
+
+/// `d` in whole microseconds, rounded up (a 1 ns ttl is 1 µs, never 0) and capped.
+pub(crate) fn micros(d: Duration) -> u64 {
+    let us = d.as_nanos().div_ceil(1000);
+    u64::try_from(us).unwrap_or(u64::MAX).min(MAX_TTL_US)
+}
+
+/// A server reading in µs as a [`Timestamp`] (ns since the Unix epoch, on the server's clock).
+pub(crate) fn from_us(us: u64) -> Timestamp {
+    Timestamp::from_nanos(us.saturating_mul(1000))
+}
+
+/// `LockError::Unavailable` with this reason.
+pub(crate) fn unavailable(reason: impl Into<String>) -> LockError {
+    LockError::Unavailable {
+        reason: reason.into(),
+    }
+}
+
+/// Parses field `i` of a script's reply as a number.
+pub(crate) fn field(reply: &[String], i: usize) -> Result<u64, LockError> {
+    reply
+        .get(i)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| unavailable(format!("unexpected reply from a lock script: {reply:?}")))
+}
+
+impl RedisLocks {
+    /// Connects to the Redis at `url` (`redis://host:port/db`) with the default
+    /// [`RedisConfig`] (namespace `"alk"`, 2 s `io_timeout`).
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server cannot be reached within the `io_timeout`,
+    /// or the url is malformed.
+    pub async fn connect(url: &str) -> Result<RedisLocks, LockError> {
+        Self::connect_with(url, RedisConfig::default()).await
+    }
+
+    /// Connects to the Redis at `url` with `config`.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server cannot be reached within the `io_timeout`,
+    /// the url is malformed, or the namespace is empty or holds `{` or `}`.
+    pub async fn connect_with(url: &str, config: RedisConfig) -> Result<RedisLocks, LockError> {
+        let ns = config.namespace();
+        if ns.is_empty() || ns.contains(['{', '}']) {
+            return Err(unavailable(format!(
+                "invalid RedisConfig: namespace {ns:?} must be non-empty and hold no '{{' or '}}'"
+            )));
+        }
+        let client = redis::Client::open(url)
+            .map_err(|e| unavailable(format!("invalid redis url {url:?}: {e}")))?;
+        let io = config.io_timeout();
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(io))
+            .set_response_timeout(Some(io))
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(Duration::from_millis(500));
+        let conn = tokio::time::timeout(
+            io,
+            ConnectionManager::new_with_config(client.clone(), manager_config),
+        )
+        .await
+        .map_err(|_| unavailable(format!("could not connect to {url} within {io:?}")))?
+        .map_err(|e| unavailable(format!("could not connect to {url}: {e}")))?;
+        let prefix = format!("{{{ns}}}:");
+        let wake = Arc::new(Wake::new(client, format!("{prefix}wake"), io));
+        Ok(RedisLocks {
+            inner: Arc::new(Inner {
+                conn,
+                config,
+                prefix,
+                wake,
+            }),
+        })
+    }
+
+    /// The configuration this store runs with.
+    pub fn config(&self) -> &RedisConfig {
+        &self.inner.config
+    }
+
+    /// Runs `script` on `name` with `args`, within the `io_timeout`; every failure (refused,
+    /// timed out, a script error) is [`LockError::Unavailable`].
+    pub(crate) async fn run<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        name: &str,
+        args: &[&dyn ToRedisArgsDyn],
+    ) -> Result<T, LockError> {
+        let mut invocation = script.key(&self.inner.prefix);
+        invocation.arg(name);
+        for arg in args {
+            arg.push_to(&mut invocation);
+        }
+        let mut conn = self.inner.conn.clone();
+        let io = self.inner.config.io_timeout();
+        let call = async {
+            match invocation.invoke_async(&mut conn).await {
+                // The connection was found dead (killed, or the server restarted): the
+                // manager reconnects, and the call is tried once more on the new connection.
+                // Every script is safe to run twice: a repeated step finds its own effect
+                // (a repeated try_lock finds the name busy, and that lease lapses).
+                Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+                    invocation.invoke_async(&mut conn).await
+                }
+                other => other,
+            }
+        };
+        match tokio::time::timeout(io, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(unavailable(format!("redis: {e}"))),
+            Err(_) => Err(unavailable(format!("redis did not answer within {io:?}"))),
+        }
+    }
+
+    /// Takes the lock `name` for `owner` until `ttl` from now (on the server's clock), if it
+    /// is free.
+    ///
+    /// Resolves to `Ok(Some(lock))` when granted, with a fencing token larger than any this
+    /// namespace granted before; `Ok(None)` when a live lease holds the name (the same
+    /// owner's included) or waiters are queued for it (the first of them is handed the
+    /// lease instead).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
+    /// [`LockError::InvalidTtl`] before any round trip, exactly as the core's;
+    /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout` or the
+    /// script fails: then no lock is held by this call (a lease granted by a reply that was
+    /// lost lapses at its deadline).
+    pub async fn try_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<RedisLock>, LockError> {
+        check_request(name, owner, ttl, &self.inner.config.limits())?;
+        let reply: Vec<String> = self
+            .run(&SCRIPTS.try_lock, name, &[&owner, &micros(ttl)])
+            .await?;
+        if reply.first().map(String::as_str) != Some("1") {
+            return Ok(None);
+        }
+        let (token, deadline, now) = (field(&reply, 1)?, field(&reply, 2)?, field(&reply, 3)?);
+        Ok(Some(RedisLock::new(
+            self.clone(),
+            name,
+            owner,
+            token,
+            from_us(deadline),
+            ttl,
+            Anchor::new(now),
+        )))
+    }
+
+    /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded with
+    /// [`RedisAcquire::timeout`].
+    ///
+    /// Waiters on a name are served in arrival order across every process sharing the
+    /// namespace: a release hands the lease to the first waiter inside the release script,
+    /// and a `try_lock` arriving in between gets `None`. Waiters sleep on pub/sub (and wake
+    /// once at the holder's deadline, in case its lease lapses instead); they do not poll.
+    /// Dropping the future leaves the queue and passes on a lease already handed to it.
+    ///
+    /// # Errors
+    /// Those of [`try_lock`](Self::try_lock), at the first poll.
+    pub fn acquire(&self, name: &str, owner: &str, ttl: Duration) -> RedisAcquire {
+        let checked = check_request(name, owner, ttl, &self.inner.config.limits());
+        RedisAcquire::new(self.clone(), name, owner, ttl, checked)
+    }
+
+    /// The live lease on `name`: `Ok(None)` when the name is free, its lease lapsed, or
+    /// `name` is not a valid lock name (then without a round trip). The deadline is on the
+    /// server's clock.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout`.
+    pub async fn holder(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
+        if check_name(name, &self.inner.config.limits()).is_err() {
+            return Ok(None);
+        }
+        let reply: Vec<String> = self.run(&SCRIPTS.holder, name, &[]).await?;
+        if reply.is_empty() {
+            return Ok(None);
+        }
+        let owner = &reply[0];
+        let (token, deadline) = (field(&reply, 1)?, field(&reply, 2)?);
+        Ok(Some(LeaseInfo::new(name, owner, token, from_us(deadline))))
+    }
+
+    /// The server's lease clock now (for waits that must follow a moved test clock).
+    pub(crate) async fn server_now(&self) -> Result<Anchor, LockError> {
+        let reply: String = self.run(&SCRIPTS.now, "", &[]).await?;
+        let now = reply
+            .parse()
+            .map_err(|_| unavailable(format!("unexpected reply from a lock script: {reply:?}")))?;
+        Ok(Anchor::new(now))
+    }
+
+    /// Test builds only: moves this namespace's lease clock forward by `by` and wakes every
+    /// sleeper of every process sharing the namespace, so that each re-checks at the new time.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout`.
+    #[cfg(feature = "test-clock")]
+    pub async fn advance_test_clock(&self, by: Duration) -> Result<(), LockError> {
+        let mut conn = self.inner.conn.clone();
+        let offset = format!("{}offset", self.inner.prefix);
+        let channel = format!("{}wake", self.inner.prefix);
+        let by = i64::try_from(micros(by)).unwrap_or(i64::MAX);
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .incr(&offset, by)
+            .ignore()
+            .publish(&channel, "*")
+            .ignore();
+        let io = self.inner.config.io_timeout();
+        match tokio::time::timeout(io, pipe.query_async::<()>(&mut conn)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(unavailable(format!("redis: {e}"))),
+            Err(_) => Err(unavailable(format!("redis did not answer within {io:?}"))),
+        }
+    }
+}
+
+/// A script argument, as an object (so that one call can pass arguments of several types).
+pub(crate) trait ToRedisArgsDyn: Sync {
+    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>);
+}
+
+impl<T: ToRedisArgs + Sync> ToRedisArgsDyn for T {
+    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>) {
+        invocation.arg(self);
+    }
+}
+
+impl fmt::Debug for RedisLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisLocks")
+            .field("namespace", &self.inner.config.namespace())
+            .field("io_timeout", &self.inner.config.io_timeout())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,171 @@
+//! Helpers shared by the Redis test suites: the shared server's URL, fresh namespaces, and a
+//! dedicated server for fault tests.
+#![allow(dead_code, reason = "each test binary uses part of it")]
+
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use alkstore_redis::{RedisConfig, RedisLocks};
+
+/// The shared test server's URL. Tests FAIL without it: run them with `make test-redis`.
+pub fn url() -> String {
+    std::env::var("ALKSTORE_REDIS_URL").unwrap_or_else(|_| {
+        panic!(
+            "ALKSTORE_REDIS_URL is not set: these tests need a Redis. Run `make test-redis`, \
+             which starts a scratch server on 127.0.0.1:6390 and sets it"
+        )
+    })
+}
+
+/// A namespace no other test (or run) uses.
+pub fn fresh_namespace() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "t{}-{}-{}",
+        std::process::id(),
+        nanos % 1_000_000_000_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A store on the shared server, in a fresh namespace.
+pub async fn store() -> RedisLocks {
+    store_with(RedisConfig::new()).await
+}
+
+/// A store on the shared server with `config`, in a fresh namespace.
+pub async fn store_with(config: RedisConfig) -> RedisLocks {
+    RedisLocks::connect_with(&url(), config.with_namespace(fresh_namespace()))
+        .await
+        .expect("the test Redis answers")
+}
+
+/// A redis-server of a fault test's own, on `port`, with a scratch dir, no persistence; killed
+/// by its pid when dropped (also when the test panics). Never the shared server.
+pub struct RedisServer {
+    pub port: u16,
+    dir: std::path::PathBuf,
+    pid: Option<u32>,
+}
+
+impl RedisServer {
+    pub fn start(port: u16) -> RedisServer {
+        let dir = std::env::temp_dir().join(format!(
+            "alkstore-redis-fault-{port}-{}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut server = RedisServer {
+            port,
+            dir,
+            pid: None,
+        };
+        server.launch();
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn launch(&mut self) {
+        assert!(
+            !self.answers(),
+            "something already listens on 127.0.0.1:{}; not touching it",
+            self.port
+        );
+        let pidfile = self.dir.join("redis.pid");
+        let _ = std::fs::remove_file(&pidfile);
+        let status = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "yes"])
+            .arg("--pidfile")
+            .arg(&pidfile)
+            .arg("--logfile")
+            .arg(self.dir.join("redis.log"))
+            .status()
+            .expect("redis-server runs (make setup installs it)");
+        assert!(status.success());
+        let start = Instant::now();
+        while !self.answers() {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = std::fs::read_to_string(&pidfile).unwrap();
+        self.pid = Some(pid.trim().parse().unwrap());
+    }
+
+    fn answers(&self) -> bool {
+        Command::new("redis-cli")
+            .args(["-p", &self.port.to_string(), "ping"])
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
+    }
+
+    fn signal(&self, signal: &str) {
+        if let Some(pid) = self.pid {
+            let _ = Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .status();
+        }
+    }
+
+    /// Kills the server (SIGKILL: no chance to save anything) and waits until it is gone.
+    pub fn kill(&mut self) {
+        self.signal("-CONT");
+        self.signal("-KILL");
+        if let Some(pid) = self.pid.take() {
+            let start = Instant::now();
+            while std::path::Path::new(&format!("/proc/{pid}")).exists()
+                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| !s.contains(") Z "))
+            {
+                assert!(start.elapsed() < Duration::from_secs(5));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// Kills and starts it again on the same port, empty (no persistence).
+    pub fn restart(&mut self) {
+        self.kill();
+        self.launch();
+    }
+
+    /// SIGSTOP: the server keeps its connections but answers nothing.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// SIGCONT.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    /// Runs redis-cli with `args` against this server.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

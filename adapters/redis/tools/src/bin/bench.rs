@@ -1,0 +1,226 @@
+//! `make bench-redis`: the cost of a lock on Redis, against a hand-rolled Redis lock in the
+//! same run, with the in-memory engine alongside for scale.
+//!
+//! - Round trip: `try_lock` + `release` on one name, one at a time. The baseline is what
+//!   bsm/redislock does: `SET key token NX PX ttl`, then a compare-and-delete script; ours adds
+//!   fencing tokens, server time, the FIFO queue check and the io timeout. Rounds alternate
+//!   between the two, and the medians are compared. Target: at most 1.15x.
+//! - Throughput: 16 tasks sharing one connection, each on its own name.
+//!
+//! Needs `ALKSTORE_REDIS_URL` (set by `make bench-redis`, which starts a scratch server). Built
+//! in this separate package so that alkstore-redis is the plain build (no `test-clock`); it
+//! checks that too.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alkstore_mem::{LockRegistry, ManualClock};
+use alkstore_redis::{RedisConfig, RedisLocks};
+use redis::aio::ConnectionManager;
+
+const TTL: Duration = Duration::from_secs(30);
+const ROUNDS: usize = 15;
+const PER_ROUND: u32 = 1_500;
+const TASKS: usize = 16;
+const PER_TASK: u32 = 2_000;
+
+/// The hand-rolled lock: SET NX PX to take, compare-and-delete to release.
+#[derive(Clone)]
+struct Baseline {
+    conn: ConnectionManager,
+    release: Arc<redis::Script>,
+    take: Arc<redis::Script>,
+}
+
+impl Baseline {
+    /// The floor of any lock that reads the server's clock in a script: the same lock, taken
+    /// by a two-line script (TIME, then SET NX PX) instead of a plain SET.
+    async fn try_lock_scripted(&self, key: &str, token: &str) -> bool {
+        let mut conn = self.conn.clone();
+        let reply: Option<String> = self
+            .take
+            .key(key)
+            .arg(token)
+            .arg(TTL.as_millis() as u64)
+            .invoke_async(&mut conn)
+            .await
+            .unwrap();
+        reply.is_some()
+    }
+
+    async fn try_lock(&self, key: &str, token: &str) -> bool {
+        let mut conn = self.conn.clone();
+        let reply: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg(token)
+            .arg("NX")
+            .arg("PX")
+            .arg(TTL.as_millis() as u64)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        reply.is_some()
+    }
+
+    async fn release(&self, key: &str, token: &str) -> bool {
+        let mut conn = self.conn.clone();
+        let n: i64 = self
+            .release
+            .key(key)
+            .arg(token)
+            .invoke_async(&mut conn)
+            .await
+            .unwrap();
+        n == 1
+    }
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let url = std::env::var("ALKSTORE_REDIS_URL")
+        .expect("ALKSTORE_REDIS_URL is not set: run `make bench-redis`, which starts a server");
+    let ns = format!("bench{}", std::process::id());
+    let locks = RedisLocks::connect_with(&url, RedisConfig::new().with_namespace(&ns))
+        .await
+        .unwrap();
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let baseline = Baseline {
+        conn: ConnectionManager::new(client).await.unwrap(),
+        release: Arc::new(redis::Script::new(
+            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+        )),
+        take: Arc::new(redis::Script::new(
+            "redis.call('TIME') return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])",
+        )),
+    };
+    let key = format!("{{{ns}}}:baseline");
+
+    // This is a plain build: the scripts never read the test clock's offset. Set one of an
+    // hour; deadlines still follow the server's TIME.
+    let mut conn = baseline.conn.clone();
+    let _: () = redis::cmd("SET")
+        .arg(format!("{{{ns}}}:offset"))
+        .arg(3_600_000_000u64)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let plain = locks.try_lock("plain", "me", TTL).await.unwrap().unwrap();
+    let unix = std::time::UNIX_EPOCH.elapsed().unwrap();
+    let ahead = plain.deadline().as_duration().saturating_sub(unix);
+    assert!(
+        ahead < TTL + Duration::from_secs(5),
+        "a plain build read the test offset: {ahead:?}"
+    );
+    plain.release().await.unwrap();
+
+    // Warm up both (script caches, connections).
+    for i in 0..500 {
+        let lock = locks.try_lock("rt", "me", TTL).await.unwrap().unwrap();
+        assert!(lock.release().await.unwrap());
+        let token = i.to_string();
+        assert!(baseline.try_lock(&key, &token).await);
+        assert!(baseline.release(&key, &token).await);
+    }
+
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    let mut floor = Vec::new();
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        for _ in 0..PER_ROUND {
+            let lock = locks.try_lock("rt", "me", TTL).await.unwrap().unwrap();
+            assert!(lock.release().await.unwrap());
+        }
+        ours.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(PER_ROUND));
+        let start = Instant::now();
+        for i in 0..PER_ROUND {
+            let token = i.to_string();
+            assert!(baseline.try_lock(&key, &token).await);
+            assert!(baseline.release(&key, &token).await);
+        }
+        theirs.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(PER_ROUND));
+        let start = Instant::now();
+        for i in 0..PER_ROUND {
+            let token = i.to_string();
+            assert!(baseline.try_lock_scripted(&key, &token).await);
+            assert!(baseline.release(&key, &token).await);
+        }
+        floor.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(PER_ROUND));
+    }
+    let (ours_us, theirs_us, floor_us) = (median(ours), median(theirs), median(floor));
+    let ratio = ours_us / theirs_us;
+
+    // Throughput: 16 tasks on one connection.
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let locks = locks.clone();
+            tokio::spawn(async move {
+                let name = format!("tp{t}");
+                for _ in 0..PER_TASK {
+                    let lock = locks.try_lock(&name, "me", TTL).await.unwrap().unwrap();
+                    assert!(lock.release().await.unwrap());
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let ours_tp = f64::from(PER_TASK) * TASKS as f64 / start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|t| {
+            let baseline = baseline.clone();
+            let key = format!("{{{ns}}}:tp{t}");
+            tokio::spawn(async move {
+                for i in 0..PER_TASK {
+                    let token = i.to_string();
+                    assert!(baseline.try_lock(&key, &token).await);
+                    assert!(baseline.release(&key, &token).await);
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let theirs_tp = f64::from(PER_TASK) * TASKS as f64 / start.elapsed().as_secs_f64();
+
+    // In memory, for scale.
+    let registry = LockRegistry::new(ManualClock::new());
+    let n = 1_000_000u32;
+    let start = Instant::now();
+    for _ in 0..n {
+        let lock = registry.try_lock("rt", "me", TTL).unwrap().unwrap();
+        assert!(lock.release());
+    }
+    let memory_ns = start.elapsed().as_secs_f64() * 1e9 / f64::from(n);
+
+    println!(
+        "## alkstore-redis bench (one redis-server on localhost, {ROUNDS} alternating rounds, medians)"
+    );
+    println!();
+    println!("| what | alkstore-redis | hand-rolled SET NX PX + CAS delete | ratio |");
+    println!("|---|---|---|---|");
+    println!(
+        "| try_lock + release, one at a time | {ours_us:.1} µs | {theirs_us:.1} µs | {ratio:.3}x |"
+    );
+    println!(
+        "| throughput, {TASKS} tasks on one connection | {ours_tp:.0} cycles/s | {theirs_tp:.0} cycles/s | {:.3}x |",
+        theirs_tp / ours_tp
+    );
+    println!(
+        "| floor: the baseline taking its lock by a script that reads TIME | | {floor_us:.1} µs | {:.3}x |",
+        ours_us / floor_us
+    );
+    println!("| in-memory engine (LockRegistry), for scale | {memory_ns:.0} ns | | |");
+    println!();
+    let verdict = if ratio <= 1.15 { "within" } else { "OVER" };
+    println!("round-trip ratio {ratio:.3}x: {verdict} the 1.15x target");
+}
