@@ -1,7 +1,8 @@
 //! A small wasm module of the kind users build: a page-wide lock registry on
-//! `performance.now()` with a capacity limit, exposed to JavaScript as tryLock / acquire (a
-//! Promise, with a bounded wait on `setTimeout`) / renew / release / holder.
-//! `make size` builds it for size and reports the `.wasm` bytes, raw and gzipped.
+//! `performance.now()` with a capacity limit, exposed to JavaScript as tryLock / renew /
+//! release / holder, and with the `waiting` feature also acquire (a Promise, with a bounded
+//! wait on `setTimeout`). `make size` builds it both ways for size and reports the `.wasm`
+//! bytes, raw and gzipped.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -45,6 +46,7 @@ mod exports {
 
     /// Waits up to `wait_ms` for `name`, then holds it for `ttl_ms`: a Promise of the fencing
     /// token, 0 when the wait elapsed. Rejects with the error message on bad input.
+    #[cfg(feature = "waiting")]
     #[wasm_bindgen]
     pub async fn acquire(
         name: String,
