@@ -1,12 +1,15 @@
-//! Rules 10 and 11, measured with a counting global allocator.
+//! Rules 10 and 11, and memory after bursts (leases, waiters, `lapsed()` watchers), measured
+//! with a counting global allocator.
 //!
 //! Counters are per thread, so tests running in parallel do not disturb each other.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
+use std::future::Future;
+use std::task::{Context, Waker};
 use std::time::Duration;
 
-use alkstore_mem::{LockRegistry, ManualClock};
+use alkstore_mem::{LockRegistry, ManualClock, Timestamp};
 
 struct Counting;
 
@@ -245,4 +248,98 @@ fn heap_follows_live_leases_after_a_burst_of_released_leases() {
     drop(kept);
     let growth = live_bytes() - start;
     assert!(growth < FLOOR, "kept {growth} bytes with no lease at all");
+}
+
+// From the hostile review: bursts of watchers, force-releases and timed-out waiters.
+
+fn baseline() -> i64 {
+    let start = live_bytes();
+    let r = LockRegistry::new(ManualClock::new());
+    let _ = r.try_lock("warm", "w", Duration::from_secs(1)).unwrap();
+    let b = live_bytes() - start;
+    drop(r);
+    b
+}
+
+#[test]
+fn heap_after_a_burst_of_lapsed_watchers_and_force_releases_returns_to_floor() {
+    const N: usize = 200_000;
+    let start = live_bytes();
+    let clock = ManualClock::new();
+    let registry = LockRegistry::new(clock.clone());
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut locks = Vec::with_capacity(N);
+    for i in 0..N {
+        locks.push(
+            registry
+                .try_lock(&format!("n/{i:07}"), "w", Duration::from_secs(60))
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    // Every lease watched by a pending lapsed() (registered), half dropped, half woken by force_release.
+    for (i, lock) in locks.iter().enumerate() {
+        let mut l = Box::pin(lock.lapsed());
+        assert!(l.as_mut().poll(&mut cx).is_pending());
+        if i % 2 == 0 {
+            registry.force_release(lock.name()).unwrap();
+            assert!(l.as_mut().poll(&mut cx).is_ready());
+        }
+    }
+    let peak = live_bytes() - start;
+    drop(locks);
+    let after = live_bytes() - start;
+    eprintln!(
+        "peak {peak} B, after drain {after} B, fresh {} B",
+        baseline()
+    );
+    assert!(after < baseline() + FLOOR, "heap after drain: {after} B");
+    drop(registry);
+}
+
+#[test]
+fn heap_after_a_burst_of_timed_out_waiters_returns_to_floor() {
+    const N: usize = 200_000;
+    let start = live_bytes();
+    let clock = ManualClock::new();
+    let registry = LockRegistry::new(clock.clone());
+    let mut cx = Context::from_waker(Waker::noop());
+    let holders: Vec<_> = (0..64)
+        .map(|i| {
+            registry
+                .try_lock(&format!("h{i}"), "w", Duration::from_secs(3600))
+                .unwrap()
+                .unwrap()
+        })
+        .collect();
+    let mut waiting: Vec<_> = (0..N)
+        .map(|i| {
+            Box::pin(
+                registry
+                    .acquire(&format!("h{}", i % 64), "w", Duration::from_secs(1))
+                    .timeout(Duration::from_secs(1)),
+            )
+        })
+        .collect();
+    for w in &mut waiting {
+        assert!(w.as_mut().poll(&mut cx).is_pending());
+    }
+    assert_eq!(registry.waiters(), N);
+    clock.set(Timestamp::from_millis(1_000));
+    for w in &mut waiting {
+        assert!(matches!(
+            w.as_mut().poll(&mut cx),
+            std::task::Poll::Ready(Ok(None))
+        ));
+    }
+    let peak = live_bytes() - start;
+    drop(waiting);
+    assert_eq!(registry.waiters(), 0);
+    drop(holders);
+    let after = live_bytes() - start;
+    eprintln!(
+        "peak {peak} B, after drain {after} B, pending sleeps {}",
+        clock.pending_sleeps()
+    );
+    assert!(after < baseline() + FLOOR, "heap after drain: {after} B");
 }
