@@ -6,7 +6,9 @@
 //! queued" and "the hand-off arrived" take a few round trips there; in memory they are
 //! exact at the first poll. The helpers therefore interleave polls of the future under test
 //! with [`settle`]s (one [`LockStore::holder`] round trip and a yield), and give up with a
-//! panic after [`PATIENCE`] of them instead of hanging.
+//! panic after [`PATIENCE`] of them (natively: and at least [`PATIENCE_TIME`] of real time,
+//! so that a loaded machine, or a wake-up that a remote engine recovers by its periodic
+//! re-check, does not fail a test that is right) instead of hanging.
 
 use core::future::Future;
 use core::pin::Pin;
@@ -17,6 +19,38 @@ use futures_lite::future::{poll_once, yield_now};
 
 /// How many settles a future that should resolve gets before the test fails.
 pub const PATIENCE: usize = 500;
+
+/// Natively, how much real time a future that should resolve gets at the least, on top of
+/// [`PATIENCE`] settles: a bound for a hang, never a timing assertion (a right answer comes
+/// in a few round trips; this is only reached by a test that fails).
+pub const PATIENCE_TIME: Duration = Duration::from_secs(30);
+
+/// Counts the settles of one wait against [`PATIENCE`] (and natively [`PATIENCE_TIME`]).
+struct Patience {
+    rounds: usize,
+    #[cfg(not(target_arch = "wasm32"))]
+    start: std::time::Instant,
+}
+
+impl Patience {
+    fn new() -> Self {
+        Patience {
+            rounds: 0,
+            #[cfg(not(target_arch = "wasm32"))]
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether the wait may go on for another settle.
+    fn more(&mut self) -> bool {
+        self.rounds += 1;
+        #[cfg(not(target_arch = "wasm32"))]
+        if self.start.elapsed() < PATIENCE_TIME {
+            return true;
+        }
+        self.rounds <= PATIENCE
+    }
+}
 
 /// How many settles a freshly started future gets to reach its engine (a waiter to be
 /// queued, a keep-alive to start its sleep) before the test goes on.
@@ -83,7 +117,8 @@ where
     S: LockStore,
     F: Future + Unpin,
 {
-    for _ in 0..PATIENCE {
+    let mut patience = Patience::new();
+    while patience.more() {
         if let Some(output) = poll_once(&mut *fut).await {
             return output;
         }
@@ -102,7 +137,8 @@ where
     F: Future + Unpin,
     F::Output: core::fmt::Debug,
 {
-    for _ in 0..PATIENCE {
+    let mut patience = Patience::new();
+    while patience.more() {
         if let Some(output) = poll_once(&mut *fut).await {
             panic!("{name:?}: the keep-alive ended with {output:?}");
         }
