@@ -26,7 +26,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
 
@@ -199,6 +199,7 @@ async fn wait_for(
     let hb_us = micros(heartbeat * 3);
     let mut wd = String::new();
     loop {
+        let sent = Instant::now();
         let reply: Vec<String> = store
             .run(
                 &SCRIPTS.acquire,
@@ -206,7 +207,7 @@ async fn wait_for(
                 &[&owner, &ttl_us, &id, &wait_us, &wd, &hb_us],
             )
             .await?;
-        let now = Anchor::new(field(&reply, 3)?);
+        let now = Anchor::new(field(&reply, 3)?, sent);
         match reply.first().map(String::as_str) {
             Some("1") => {
                 let (token, deadline) = (field(&reply, 1)?, field(&reply, 2)?);

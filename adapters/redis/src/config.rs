@@ -66,6 +66,11 @@ impl RedisConfig {
 
     /// How long any one call to Redis may take (connecting included) before it fails with
     /// `LockError::Unavailable`. Default: 2 s.
+    ///
+    /// Keep it well below the leases' `ttl - every` of
+    /// [`keep_alive`](crate::RedisLock::keep_alive): a renewal sent `every` after the last
+    /// one has `ttl - every` left before the lease lapses, and `keep_alive` gives up (with
+    /// `Expired`) at that deadline rather than wait out a longer `io_timeout`.
     #[must_use]
     pub fn with_io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout;

@@ -1,12 +1,12 @@
 //! [`RedisLock`]: a held lease, and its renew, release and watch operations.
 
 use core::fmt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use alkstore_mem::{LeaseInfo, LockError, Timestamp};
 
 use crate::scripts::SCRIPTS;
-use crate::store::{Anchor, RedisLocks, field, from_us, micros};
+use crate::store::{Anchor, RedisLocks, ToRedisArgsDyn, field, from_us, micros};
 
 /// A lease held in Redis: the handle [`RedisLocks::try_lock`] and
 /// [`RedisLocks::acquire`] hand out.
@@ -106,12 +106,31 @@ impl RedisLock {
         if ttl.is_zero() {
             return Err(LockError::InvalidTtl { ttl });
         }
-        let reply: Vec<String> = self
+        self.renew_within(ttl, None).await
+    }
+
+    /// [`renew`](Self::renew), given up with [`LockError::Expired`] once `limit` has passed
+    /// without an answer (the caller passes the time left until the estimated deadline).
+    async fn renew_within(
+        &mut self,
+        ttl: Duration,
+        limit: Option<Duration>,
+    ) -> Result<(), LockError> {
+        let sent = Instant::now();
+        let ttl_us = micros(ttl);
+        let args: [&dyn ToRedisArgsDyn; 2] = [&self.token, &ttl_us];
+        let call = self
             .store
-            .run(&SCRIPTS.renew, &self.name, &[&self.token, &micros(ttl)])
-            .await?;
+            .run::<Vec<String>>(&SCRIPTS.renew, &self.name, &args);
+        let reply = match limit {
+            None => call.await?,
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(reply) => reply?,
+                Err(_) => return Err(self.expired()),
+            },
+        };
         let now = field(&reply, 2)?;
-        self.anchor = Anchor::new(now);
+        self.anchor = Anchor::new(now, sent);
         if reply.first().map(String::as_str) != Some("1") {
             return Err(LockError::Expired {
                 name: self.name.clone(),
@@ -123,6 +142,16 @@ impl RedisLock {
         self.deadline = from_us(field(&reply, 1)?);
         self.ttl = ttl;
         Ok(())
+    }
+
+    /// `Expired` for this lease, at the estimated server time.
+    fn expired(&self) -> LockError {
+        LockError::Expired {
+            name: self.name.clone(),
+            token: self.token,
+            deadline: self.deadline,
+            now: self.anchor.estimate(),
+        }
     }
 
     /// Releases the lease: `Ok(true)` when it was live and is now free (or handed to the
@@ -144,34 +173,58 @@ impl RedisLock {
 
     /// Renews the lease to its [`ttl`](Self::ttl) every `every` (zero: a third of the ttl)
     /// and returns only when a renewal fails, with that error: [`LockError::Expired`] once
-    /// the lease is lost, [`LockError::Unavailable`] when Redis did not answer. Race it
-    /// against the work (`tokio::select!`), so that the work stops when the lease is gone.
+    /// the lease is lost, [`LockError::Unavailable`] when Redis answered with an error. Race
+    /// it against the work (`tokio::select!`), so that the work stops when the lease is gone.
+    ///
+    /// It returns no later than the deadline of the last renewal Redis confirmed, by the
+    /// local estimate of the server's clock (the instant each request was sent plus the time
+    /// the server said was left, which errs early, never late): a renewal that gets no
+    /// answer before then ends it with [`LockError::Expired`], even though the `io_timeout`
+    /// has not run out. Keep the `io_timeout` well below `ttl - every`, so that one slow
+    /// answer does not cost the lease: a renewal sent at `every` has `ttl - every` left.
     pub async fn keep_alive(&mut self, every: Duration) -> LockError {
         let every = if every.is_zero() {
             (self.ttl / 3).max(Duration::from_micros(1))
         } else {
             every
         };
-        // Without a subscription (Redis unreachable just now) it renews on its own timer only.
-        let wake = self.sleeper().await.ok();
+        let mut due = self.anchor.estimate().saturating_add(every);
+        // Without a subscription (Redis unreachable just now) it renews on its own timer
+        // only; subscribing may take no longer than the first renewal is due in.
+        let wake = tokio::time::timeout(self.anchor.until(due), self.sleeper())
+            .await
+            .ok()
+            .and_then(Result::ok);
         let woken = async |wake: &Option<crate::wake::Registration>| match wake {
             Some(wake) => wake.notified().await,
             None => std::future::pending().await,
         };
-        let mut due = self.anchor.estimate().saturating_add(every);
         loop {
+            let left = self.anchor.until(self.deadline);
+            if left.is_zero() {
+                return self.expired();
+            }
             tokio::select! {
-                () = tokio::time::sleep(self.anchor.until(due)) => {}
+                () = tokio::time::sleep(self.anchor.until(due).min(left)) => {}
                 () = woken(&wake) => {
                     // Woken early (a moved test clock, or a reconnect): renew only if due.
-                    match self.store.server_now().await {
-                        Ok(now) if now.server < due => { self.anchor = now; continue }
-                        Ok(_) => {}
-                        Err(err) => return err,
+                    match tokio::time::timeout(left, self.store.server_now()).await {
+                        Ok(Ok(now)) if now.server < due => {
+                            self.anchor = now;
+                            continue;
+                        }
+                        Ok(Ok(now)) => self.anchor = now,
+                        Ok(Err(err)) => return err,
+                        Err(_) => return self.expired(),
                     }
                 }
             }
-            if let Err(err) = self.renew(self.ttl).await {
+            // Every renewal gets no more than the time left until the deadline.
+            let left = self.anchor.until(self.deadline);
+            if left.is_zero() {
+                return self.expired();
+            }
+            if let Err(err) = self.renew_within(self.ttl, Some(left)).await {
                 return err;
             }
             due = self.anchor.server.saturating_add(every);
@@ -180,31 +233,42 @@ impl RedisLock {
 
     /// Resolves once the lease is no longer held (lapsed, released elsewhere, or lost). It
     /// sleeps to the deadline and asks the server again, so renewals push it out. While
-    /// Redis cannot be reached it resolves once the deadline has passed by the local
-    /// estimate of the server's clock.
+    /// Redis cannot be reached it resolves at the deadline by the local estimate of the
+    /// server's clock (which errs early, never late): no call to Redis may delay it past
+    /// that.
     pub async fn lapsed(&self) {
-        let wake = self.sleeper().await.ok();
         let mut anchor = self.anchor;
         let mut deadline = self.deadline;
+        let wake = tokio::time::timeout(anchor.until(deadline), self.sleeper())
+            .await
+            .ok()
+            .and_then(Result::ok);
         loop {
-            let reply: Result<Vec<String>, LockError> = self
-                .store
-                .run(&SCRIPTS.is_held, &self.name, &[&self.token])
-                .await;
-            let pause = match reply {
-                Ok(reply) => {
+            let left = anchor.until(deadline);
+            if left.is_zero() {
+                return;
+            }
+            let sent = Instant::now();
+            let call = async {
+                self.store
+                    .run::<Vec<String>>(&SCRIPTS.is_held, &self.name, &[&self.token])
+                    .await
+            };
+            let pause = match tokio::time::timeout(left, call).await {
+                // The deadline came first.
+                Err(_) => return,
+                Ok(Ok(reply)) => {
                     let (Ok(dl), Ok(now)) = (field(&reply, 1), field(&reply, 2)) else {
                         return;
                     };
                     if reply.first().map(String::as_str) != Some("1") {
                         return;
                     }
-                    anchor = Anchor::new(now);
+                    anchor = Anchor::new(now, sent);
                     deadline = from_us(dl);
                     anchor.until(deadline)
                 }
-                Err(_) if anchor.estimate() >= deadline => return,
-                Err(_) => anchor.until(deadline).min(Duration::from_millis(250)),
+                Ok(Err(_)) => left.min(Duration::from_millis(250)),
             };
             let pause = pause + Duration::from_millis(1);
             match &wake {

@@ -38,8 +38,13 @@ pub(crate) struct Inner {
     pub(crate) wake: Arc<Wake>,
 }
 
-/// A reply's reading of the server's lease clock, with the local instant it arrived at, so
-/// that a handle can estimate the server's time without asking.
+/// A reply's reading of the server's lease clock, with the local instant its request was
+/// SENT at, so that a handle can estimate the server's time without asking.
+///
+/// The server read its clock after the request left (and the reply took time to come back),
+/// so `server + (now - sent)` is never behind the server's real time: the estimate errs
+/// early, never late. A deadline that has passed by it may still be a little ahead on the
+/// server; one that has not passed by it has not passed on the server either.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Anchor {
     pub(crate) server: Timestamp,
@@ -47,14 +52,15 @@ pub(crate) struct Anchor {
 }
 
 impl Anchor {
-    pub(crate) fn new(server_us: u64) -> Self {
+    /// The server's reading `server_us` of a request sent at `sent`.
+    pub(crate) fn new(server_us: u64, sent: Instant) -> Self {
         Anchor {
             server: from_us(server_us),
-            local: Instant::now(),
+            local: sent,
         }
     }
 
-    /// The server's time now, as estimated from this reading.
+    /// The server's time now, as estimated from this reading (never behind it).
     pub(crate) fn estimate(&self) -> Timestamp {
         self.server.saturating_add(self.local.elapsed())
     }
@@ -206,6 +212,7 @@ impl RedisLocks {
         ttl: Duration,
     ) -> Result<Option<RedisLock>, LockError> {
         check_request(name, owner, ttl, &self.inner.config.limits())?;
+        let sent = Instant::now();
         let reply: Vec<String> = self
             .run(&SCRIPTS.try_lock, name, &[&owner, &micros(ttl)])
             .await?;
@@ -220,7 +227,7 @@ impl RedisLocks {
             token,
             from_us(deadline),
             ttl,
-            Anchor::new(now),
+            Anchor::new(now, sent),
         )))
     }
 
@@ -261,11 +268,12 @@ impl RedisLocks {
 
     /// The server's lease clock now (for waits that must follow a moved test clock).
     pub(crate) async fn server_now(&self) -> Result<Anchor, LockError> {
+        let sent = Instant::now();
         let reply: String = self.run(&SCRIPTS.now, "", &[]).await?;
         let now = reply
             .parse()
             .map_err(|_| unavailable(format!("unexpected reply from a lock script: {reply:?}")))?;
-        Ok(Anchor::new(now))
+        Ok(Anchor::new(now, sent))
     }
 
     /// Test builds only: moves this namespace's lease clock forward by `by` and wakes every
