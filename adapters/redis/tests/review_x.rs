@@ -120,7 +120,6 @@ fn keep_alive_returns_before_the_servers_deadline_when_redis_freezes() {
 // 2. A handed-off lease that lapsed (and was re-granted) before its waiter picked it up.
 // ---------------------------------------------------------------------------------------------
 
-#[ignore = "review finding not fixed yet (fixed by a later commit on this branch)"]
 #[test]
 fn acquire_never_returns_a_handed_lease_that_already_lapsed_and_was_granted_to_another() {
     let ns = fresh_namespace();
@@ -161,24 +160,86 @@ fn acquire_never_returns_a_handed_lease_that_already_lapsed_and_was_granted_to_a
             .await
             .unwrap()
             .expect("the hand-off to A lapsed, so the name is free");
+        // B gives the name up once A's runtime runs again (~1.8 s): A, back at the head of the
+        // queue, is handed a new lease then. (Held until the join, B would keep A waiting for
+        // its whole 10 s.)
+        let b_token = b.token();
+        let releaser = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1300)).await;
+            b.release().await.unwrap()
+        });
         let got = waiter.join().unwrap().unwrap();
-        let now_holder = holder_store.holder("stale").await.unwrap().unwrap();
-        if let Some(a) = &got {
-            eprintln!(
-                "stale hand-off: A got token {} (deadline {:?}), B holds token {} (holder() = {} {})",
-                a.token(),
-                a.deadline(),
-                b.token(),
-                now_holder.owner(),
-                now_holder.token()
-            );
-            assert!(
-                a.is_held().await.unwrap(),
-                "acquire resolved to Ok(Some(lock)) for A although that lease had lapsed and \
-                 B holds the name: two handles believe they hold it"
-            );
-        }
-        drop(b);
+        assert!(releaser.await.unwrap(), "B held the name until its release");
+        let a = got.expect("A waits without bound, so it gets the name after B");
+        eprintln!(
+            "stale hand-off: A got token {} (deadline {:?}) after B's token {b_token}",
+            a.token(),
+            a.deadline(),
+        );
+        // A stale pickup would return the lapsed hand-off's token, older than B's.
+        assert!(
+            a.token() > b_token,
+            "acquire resolved to Ok(Some(lock)) for A with the lapsed hand-off (token {}) \
+             although B was granted the name after it (token {b_token}): two handles \
+             believed they held it",
+            a.token()
+        );
+        drop(a);
+    });
+}
+
+#[test]
+fn a_bounded_waiter_whose_hand_off_lapsed_resolves_to_none_and_leaves_no_entry() {
+    let ns = fresh_namespace();
+    let rt = runtime();
+    let holder_store = rt.block_on(connect(&ns));
+    let holder = rt
+        .block_on(holder_store.try_lock("stale", "holder", Duration::from_secs(10)))
+        .unwrap()
+        .unwrap();
+    // As above, but A's wait is bounded to 1 s: when its runtime runs again (~1.8 s) the
+    // hand-off has lapsed and so has its wait.
+    let ns2 = ns.clone();
+    let waiter = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let store = connect(&ns2).await;
+            let task = tokio::spawn(async move {
+                store
+                    .acquire("stale", "A", Duration::from_millis(200))
+                    .timeout(Duration::from_secs(1))
+                    .await
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            std::thread::sleep(Duration::from_millis(1500)); // the runtime stalls
+            task.await.unwrap()
+        })
+    });
+    rt.block_on(async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(holder.release().await.unwrap());
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let b = holder_store
+            .try_lock("stale", "B", Duration::from_secs(10))
+            .await
+            .unwrap()
+            .expect("the hand-off to A lapsed, so the name is free");
+        let got = waiter.join().unwrap().unwrap();
+        assert!(got.is_none(), "A got {got:?}: a lapsed hand-off");
+        assert_eq!(
+            holder_store.holder("stale").await.unwrap().unwrap().token(),
+            b.token()
+        );
+        assert!(b.release().await.unwrap());
+        let left = keys(&ns);
+        assert_eq!(
+            left,
+            vec![format!("{{{ns}}}:seq"), format!("{{{ns}}}:token")],
+            "the stale waiter entry (or the queue) was left behind"
+        );
     });
 }
 

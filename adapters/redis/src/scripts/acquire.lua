@@ -2,22 +2,12 @@
 --   wait_us: the bound of the wait ('-1': none), used on the first step to compute wd;
 --   wd: the wait deadline returned by an earlier step ('' on the first);
 --   hb_us: how long this waiter may stay silent before it counts as gone.
--- -> {'1', token, dl, now}            granted (directly, or handed over by a release)
+-- -> {'1', token, dl, now}            granted (directly, or handed over and still live)
 --    {'2', wd, '0', now}              the wait is over without a grant (busy, for a zero wait)
 --    {'0', wd, head_holder_dl, now}   queued; head_holder_dl is '0' unless this waiter is first
 local OWNER, TTL, ID = ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local WKEY = P .. 'waiter:' .. ID
 local HB = tonumber(ARGV[7])
-
-local g = redis.call('HMGET', WKEY, 'granted', 'gdl')
-if g[1] then
-  -- Handed over: pick it up (from now on it is held, and never taken back).
-  redis.call('DEL', WKEY)
-  if redis.call('HGET', LOCK, 'token') == g[1] then
-    redis.call('HSET', LOCK, 'claimed', '1')
-  end
-  return {'1', g[1], g[2], fmt(NOW)}
-end
 
 local wd
 if ARGV[6] ~= '' then
@@ -28,6 +18,23 @@ else
   wd = NOW + tonumber(ARGV[5])
 end
 local over = wd ~= 0 and NOW >= wd
+
+local g = redis.call('HMGET', WKEY, 'granted', 'gdl')
+if g[1] then
+  if redis.call('HGET', LOCK, 'token') == g[1] and NOW < tonumber(g[2]) then
+    -- Handed over and still live: pick it up (from now on it is held, and never taken back).
+    redis.call('DEL', WKEY)
+    redis.call('HSET', LOCK, 'claimed', '1')
+    return {'1', g[1], g[2], fmt(NOW)}
+  end
+  -- The hand-off lapsed before this waiter came for it (its process stalled), and the name
+  -- may have gone to someone else since: it is never returned. The waiter was first, so it
+  -- goes back to the head of the queue and waits on (below), unless its wait is over.
+  redis.call('HDEL', WKEY, 'granted', 'gdl')
+  local head = redis.call('ZRANGE', QUEUE, 0, 0, 'WITHSCORES')
+  local score = head[2] and tonumber(head[2]) - 1 or redis.call('INCR', P .. 'seq')
+  redis.call('ZADD', QUEUE, fmt(score), ID)
+end
 
 local cur
 if redis.call('EXISTS', WKEY) == 1 then
