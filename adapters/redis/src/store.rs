@@ -93,6 +93,18 @@ pub(crate) fn unavailable(reason: impl Into<String>) -> LockError {
     }
 }
 
+/// `url` for messages: its scheme, host, port and path (the db) only. Whatever could hold a
+/// secret is left out: everything up to the last `@` (user and password, even unescaped
+/// ones), and the query and fragment (`redis+unix:///path?pass=…`).
+pub(crate) fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "(a url without \"scheme://\", not quoted)".into();
+    };
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    format!("{scheme}://{rest}")
+}
+
 /// Parses field `i` of a script's reply as a number.
 pub(crate) fn field(reply: &[String], i: usize) -> Result<u64, LockError> {
     reply
@@ -125,7 +137,7 @@ impl RedisLocks {
             )));
         }
         let client = redis::Client::open(url)
-            .map_err(|e| unavailable(format!("invalid redis url {url:?}: {e}")))?;
+            .map_err(|e| unavailable(format!("invalid redis url {}: {e}", redacted(url))))?;
         let io = config.io_timeout();
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(io))
@@ -138,8 +150,13 @@ impl RedisLocks {
             ConnectionManager::new_with_config(client.clone(), manager_config),
         )
         .await
-        .map_err(|_| unavailable(format!("could not connect to {url} within {io:?}")))?
-        .map_err(|e| unavailable(format!("could not connect to {url}: {e}")))?;
+        .map_err(|_| {
+            unavailable(format!(
+                "could not connect to {} within {io:?}",
+                redacted(url)
+            ))
+        })?
+        .map_err(|e| unavailable(format!("could not connect to {}: {e}", redacted(url))))?;
         let prefix = format!("{{{ns}}}:");
         let wake = Arc::new(Wake::new(client, format!("{prefix}wake"), io));
         Ok(RedisLocks {
@@ -319,5 +336,26 @@ impl fmt::Debug for RedisLocks {
             .field("namespace", &self.inner.config.namespace())
             .field("io_timeout", &self.inner.config.io_timeout())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted;
+
+    #[test]
+    fn redacted_urls_keep_scheme_host_port_and_db_only() {
+        assert_eq!(
+            redacted("redis://user:hunter2@127.0.0.1:6379/2"),
+            "redis://127.0.0.1:6379/2"
+        );
+        assert_eq!(redacted("rediss://:hunter2@h:1/"), "rediss://h:1/");
+        assert_eq!(redacted("redis://us@er:hun/ter@2@h:1/0"), "redis://h:1/0");
+        assert_eq!(redacted("redis://h/"), "redis://h/");
+        assert_eq!(
+            redacted("redis+unix:///run/redis.sock?db=1&pass=hunter2"),
+            "redis+unix:///run/redis.sock"
+        );
+        assert!(!redacted("user:hunter2@h:1").contains("hunter2"));
     }
 }

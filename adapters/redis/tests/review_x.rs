@@ -247,7 +247,6 @@ fn a_bounded_waiter_whose_hand_off_lapsed_resolves_to_none_and_leaves_no_entry()
 // 3. Secrets in error messages.
 // ---------------------------------------------------------------------------------------------
 
-#[ignore = "review finding not fixed yet (fixed by a later commit on this branch)"]
 #[tokio::test]
 async fn connect_errors_do_not_quote_the_password() {
     // Nothing listens on port 1.
