@@ -11,8 +11,12 @@ use crate::store::{Anchor, RedisLocks, ToRedisArgsDyn, field, from_us, micros};
 /// A lease held in Redis: the handle [`RedisLocks::try_lock`] and
 /// [`RedisLocks::acquire`] hand out.
 ///
-/// Dropping it releases the lease in a task spawned on the current tokio runtime; with no
-/// runtime (or if Redis cannot be reached then) the lease simply lapses at its deadline.
+/// Dropping it releases the lease: in a task spawned on the current tokio runtime, or, when
+/// there is no runtime or the runtime shuts down before that task ran (a lock dropped as
+/// `#[tokio::main]` returns), on a helper thread with a connection of its own, which the
+/// drop (or the runtime's shutdown) waits for, up to the `io_timeout`. If Redis cannot be
+/// reached then, the lease lapses at its deadline. Calling [`release`](Self::release)
+/// explicitly before exit is still the better way: it tells you whether the lease was live.
 /// [`detach`](Self::detach) lets it run to its deadline on purpose.
 #[must_use = "dropping a RedisLock releases it; call detach() to let the lease run to its deadline"]
 pub struct RedisLock {
@@ -302,14 +306,80 @@ impl Drop for RedisLock {
         if !self.release_on_drop {
             return;
         }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let store = self.store.clone();
-            let name = std::mem::take(&mut self.name);
-            let token = self.token;
-            runtime.spawn(async move {
-                // Best effort: if Redis cannot be reached, the lease lapses at its deadline.
-                let _ = release(&store, &name, token).await;
+        let job = DropRelease {
+            store: self.store.clone(),
+            name: std::mem::take(&mut self.name),
+            token: self.token,
+            done: false,
+        };
+        match tokio::runtime::Handle::try_current() {
+            // The fast way: a task on the current runtime, on the store's connection. If the
+            // runtime shuts down before the task ends (as when `#[tokio::main]` returns), the
+            // task is dropped, and `DropRelease` finishes the job on a thread of its own.
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let mut job = job;
+                    // Best effort: if Redis cannot be reached, the lease lapses at its deadline.
+                    let _ = release(&job.store, &job.name, job.token).await;
+                    job.done = true;
+                });
+            }
+            // No runtime here: `DropRelease` runs the release on a thread of its own.
+            Err(_) => drop(job),
+        }
+    }
+}
+
+/// The release of a dropped [`RedisLock`]. Dropped before it ran to the end (its task was
+/// cancelled by a runtime shutting down, or there was no runtime), it releases on a helper
+/// thread with a current-thread runtime and a connection of its own, within the
+/// `io_timeout`, and waits for that thread: so a lock dropped as a program's runtime shuts
+/// down is released before the program goes on to exit (the shutdown waits up to the
+/// `io_timeout` for it). If Redis does not answer in time, the lease lapses at its deadline.
+struct DropRelease {
+    store: RedisLocks,
+    name: String,
+    token: u64,
+    done: bool,
+}
+
+impl Drop for DropRelease {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        let client = self.store.inner.wake.client.clone();
+        let prefix = self.store.inner.prefix.clone();
+        let io = self.store.inner.config.io_timeout();
+        let name = std::mem::take(&mut self.name);
+        let token = self.token;
+        let helper = std::thread::Builder::new()
+            .name("alkstore-redis-release".into())
+            .spawn(move || {
+                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                runtime.block_on(async move {
+                    let release = async {
+                        let mut conn = client.get_multiplexed_async_connection().await?;
+                        SCRIPTS
+                            .release
+                            .key(&prefix)
+                            .arg(&name)
+                            .arg(token)
+                            .invoke_async::<String>(&mut conn)
+                            .await
+                    };
+                    let _ = tokio::time::timeout(io, release).await;
+                });
             });
+        // Not from inside a task being polled: this runs while a runtime drops its tasks (or
+        // on a thread with no runtime), where waiting, bounded by the io_timeout, is allowed.
+        if let Ok(helper) = helper {
+            let _ = helper.join();
         }
     }
 }

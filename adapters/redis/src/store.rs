@@ -34,7 +34,7 @@ pub(crate) struct Inner {
     conn: ConnectionManager,
     pub(crate) config: RedisConfig,
     /// `{ns}:`, the first key of every script.
-    prefix: String,
+    pub(crate) prefix: String,
     pub(crate) wake: Arc<Wake>,
 }
 

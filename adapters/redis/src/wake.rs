@@ -19,7 +19,9 @@ use alkstore_mem::LockError;
 
 /// The local sleepers and the subscriber task.
 pub(crate) struct Wake {
-    client: redis::Client,
+    /// The store's client (also used to open a connection of its own when the store's
+    /// connection cannot serve, as for a release while the runtime shuts down).
+    pub(crate) client: redis::Client,
     channel: String,
     io_timeout: Duration,
     sleepers: Mutex<HashMap<String, Arc<Notify>>>,

@@ -782,7 +782,6 @@ fn tokens_keep_increasing_after_flushall_and_an_old_release_frees_nothing() {
 // 11. A handle dropped as `#[tokio::main]` returns (the README's shape of program).
 // ---------------------------------------------------------------------------------------------
 
-#[ignore = "review finding not fixed yet (fixed by a later commit on this branch)"]
 #[test]
 fn a_lock_dropped_when_its_runtime_shuts_down_is_released() {
     let ns = fresh_namespace();
@@ -808,4 +807,18 @@ fn a_lock_dropped_when_its_runtime_shuts_down_is_released() {
             "the lease outlived its process's exit (held for its whole 30 s ttl): {h:?}"
         );
     });
+}
+
+#[test]
+fn a_lock_dropped_on_a_thread_without_a_runtime_is_released_before_the_drop_returns() {
+    let ns = fresh_namespace();
+    let rt = runtime();
+    let locks = rt.block_on(connect(&ns));
+    let lock = rt
+        .block_on(locks.try_lock("plain", "w", Duration::from_secs(30)))
+        .unwrap()
+        .unwrap();
+    std::thread::spawn(move || drop(lock)).join().unwrap();
+    let h = rt.block_on(locks.holder("plain")).unwrap();
+    assert!(h.is_none(), "still held after the drop returned: {h:?}");
 }
