@@ -822,3 +822,52 @@ fn a_lock_dropped_on_a_thread_without_a_runtime_is_released_before_the_drop_retu
     let h = rt.block_on(locks.holder("plain")).unwrap();
     assert!(h.is_none(), "still held after the drop returned: {h:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 12. A head waiter whose bounded wait ends tells the waiter behind it that it is first now.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_waiter_learns_it_is_first_when_the_head_waiters_wait_ends() {
+    let ns = fresh_namespace();
+    let locks = connect(&ns).await;
+    // B re-checks on its own only every 5 s (its heartbeat).
+    let slow = RedisLocks::connect_with(
+        &url(),
+        RedisConfig::new()
+            .with_namespace(&ns)
+            .with_waiter_heartbeat(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap();
+    let start = Instant::now();
+    // A lease that lapses at 600 ms with nobody to release it.
+    locks
+        .try_lock("next", "h", Duration::from_millis(600))
+        .await
+        .unwrap()
+        .unwrap()
+        .detach();
+    // A (first) gives up at 200 ms; B waits behind it without bound.
+    let a = {
+        let locks = locks.clone();
+        tokio::spawn(async move {
+            locks
+                .acquire("next", "A", Duration::from_secs(5))
+                .timeout(Duration::from_millis(200))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let b = tokio::spawn(async move { slow.acquire("next", "B", Duration::from_secs(5)).await });
+    assert!(a.await.unwrap().unwrap().is_none());
+    let got = b.await.unwrap().unwrap().unwrap();
+    let took = start.elapsed();
+    eprintln!("the next waiter got the lapsed lease after {took:?}");
+    assert_eq!(got.owner(), "B");
+    assert!(
+        took < Duration::from_millis(2000),
+        "B waited {took:?}: it slept a whole heartbeat instead of to the holder's deadline"
+    );
+    assert!(got.release().await.unwrap());
+}

@@ -39,8 +39,8 @@ end
 local cur
 if redis.call('EXISTS', WKEY) == 1 then
   if over then
-    redis.call('ZREM', QUEUE, ID)
-    redis.call('DEL', WKEY)
+    -- Leaving hands a free lease on, and tells the next waiter it is first now.
+    leave(ID)
     return {'2', fmt(wd), '0', fmt(NOW)}
   end
   redis.call('HSET', WKEY, 'hb', fmt(RAW + HB))

@@ -104,3 +104,21 @@ local function settle()
   end
   return hand_off(v[1])
 end
+
+-- Takes waiter `id` out of the queue and deletes its entry, then brings the lock up to date: a
+-- free lease goes on to the next live waiter at once, and if `id` was first, the waiter first
+-- now is told (by pub/sub), so that it re-checks and sleeps to the holder's deadline instead
+-- of a whole heartbeat. Returns what settle() returns.
+local function leave(id)
+  local was_head = redis.call('ZRANGE', QUEUE, 0, 0)[1] == id
+  redis.call('ZREM', QUEUE, id)
+  redis.call('DEL', P .. 'waiter:' .. id)
+  local cur = settle()
+  if was_head and cur then
+    local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+    if head then
+      redis.call('PUBLISH', P .. 'wake', head)
+    end
+  end
+  return cur
+end
