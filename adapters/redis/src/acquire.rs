@@ -5,7 +5,9 @@
 //!   at once; with no wait allowed (`timeout(Duration::ZERO)`) it answers busy; otherwise the
 //!   waiter joins `{ns}:queue:<name>` (ordered by arrival) with an entry
 //!   `{ns}:waiter:<id>` holding its owner, ttl, wait deadline and heartbeat expiry.
-//! - Before it queues, the waiter registers with the store's pub/sub subscriber, so that the
+//! - Before it queues, the waiter registers with the store's pub/sub subscriber (without
+//!   waiting for the subscription: once it listens, the subscriber wakes every registered
+//!   sleeper to re-check, so nothing published in between is missed), so that the
 //!   hand-off message cannot come before it listens.
 //! - Whoever finds the lease released or lapsed (the release script, any `try_lock`, `holder`
 //!   or waiter step) grants it inside that same script to the first live waiter and
@@ -187,7 +189,7 @@ async fn wait_for(
     let wake = if wait == Some(Duration::ZERO) {
         None
     } else {
-        Some(store.inner.wake.register(id.clone()).await?)
+        Some(store.inner.wake.register(id.clone()))
     };
     let mut guard = CancelGuard {
         store: store.clone(),

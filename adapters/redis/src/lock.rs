@@ -193,16 +193,12 @@ impl RedisLock {
             every
         };
         let mut due = self.anchor.estimate().saturating_add(every);
-        // Without a subscription (Redis unreachable just now) it renews on its own timer
-        // only; subscribing may take no longer than the first renewal is due in.
-        let wake = tokio::time::timeout(self.anchor.until(due), self.sleeper())
-            .await
-            .ok()
-            .and_then(Result::ok);
-        let woken = async |wake: &Option<crate::wake::Registration>| match wake {
-            Some(wake) => wake.notified().await,
-            None => std::future::pending().await,
-        };
+        // Wake-ups (a moved test clock) make it read the server's clock early. The anchor was
+        // read before this registration: a wake-up published in between reached nobody, so
+        // the first turn reads the server's clock again instead of sleeping a whole `every`
+        // on the old reading. (Without a subscription it renews on its own timer.)
+        let wake = self.sleeper();
+        wake.poke();
         loop {
             let left = self.anchor.until(self.deadline);
             if left.is_zero() {
@@ -210,7 +206,7 @@ impl RedisLock {
             }
             tokio::select! {
                 () = tokio::time::sleep(self.anchor.until(due).min(left)) => {}
-                () = woken(&wake) => {
+                () = wake.notified() => {
                     // Woken early (a moved test clock, or a reconnect): renew only if due.
                     match tokio::time::timeout(left, self.store.server_now()).await {
                         Ok(Ok(now)) if now.server < due => {
@@ -243,10 +239,7 @@ impl RedisLock {
     pub async fn lapsed(&self) {
         let mut anchor = self.anchor;
         let mut deadline = self.deadline;
-        let wake = tokio::time::timeout(anchor.until(deadline), self.sleeper())
-            .await
-            .ok()
-            .and_then(Result::ok);
+        let wake = self.sleeper();
         loop {
             let left = anchor.until(deadline);
             if left.is_zero() {
@@ -275,23 +268,16 @@ impl RedisLock {
                 Ok(Err(_)) => left.min(Duration::from_millis(250)),
             };
             let pause = pause + Duration::from_millis(1);
-            match &wake {
-                Some(wake) => tokio::select! {
-                    () = tokio::time::sleep(pause) => {}
-                    () = wake.notified() => {}
-                },
-                None => tokio::time::sleep(pause).await,
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = wake.notified() => {}
             }
         }
     }
 
     /// A registration for broadcast wake-ups (a moved test clock), so that sleeps follow it.
-    async fn sleeper(&self) -> Result<crate::wake::Registration, LockError> {
-        self.store
-            .inner
-            .wake
-            .register(crate::acquire::new_id())
-            .await
+    fn sleeper(&self) -> crate::wake::Registration {
+        self.store.inner.wake.register(crate::acquire::new_id())
     }
 }
 

@@ -11,11 +11,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_lite::StreamExt;
-use tokio::sync::{Notify, watch};
+use tokio::sync::Notify;
 use tokio::task::AbortHandle;
-
-use crate::store::unavailable;
-use alkstore_mem::LockError;
 
 /// The local sleepers and the subscriber task.
 pub(crate) struct Wake {
@@ -25,7 +22,7 @@ pub(crate) struct Wake {
     channel: String,
     io_timeout: Duration,
     sleepers: Mutex<HashMap<String, Arc<Notify>>>,
-    task: Mutex<Option<(AbortHandle, watch::Receiver<bool>)>>,
+    task: Mutex<Option<AbortHandle>>,
 }
 
 /// A sleeper's registration: woken by messages naming its id; leaves the map when dropped.
@@ -39,6 +36,13 @@ impl Registration {
     /// Resolves at the next wake-up (or at once if one came since the last call).
     pub(crate) async fn notified(&self) {
         self.notify.notified().await;
+    }
+
+    /// Makes the next [`notified`](Self::notified) resolve at once: for a sleeper whose view
+    /// of the clock was read before it registered, so that it reads it again (a wake-up
+    /// published in between reached nobody).
+    pub(crate) fn poke(&self) {
+        self.notify.notify_one();
     }
 }
 
@@ -63,36 +67,32 @@ impl Wake {
         self.sleepers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers sleeper `id` and waits (up to `io_timeout`) until the subscriber listens, so
-    /// that a hand-off published after this returns reaches it.
-    pub(crate) async fn register(self: &Arc<Self>, id: String) -> Result<Registration, LockError> {
+    /// Registers sleeper `id` and starts the subscriber if it is not running. It does not
+    /// wait for the subscription: a message published before the subscriber listens is
+    /// lost, but the subscriber wakes every registered sleeper once it listens (and again
+    /// after each resubscription), so a sleeper registered before it looks at the server
+    /// misses nothing, and the caller's first step costs no subscription round trips. If
+    /// the subscription cannot be made (Redis unreachable, or a user without channel
+    /// permission), sleepers still wake at their own bounded deadlines.
+    pub(crate) fn register(self: &Arc<Self>, id: String) -> Registration {
         let notify = Arc::new(Notify::new());
         self.lock().insert(id.clone(), Arc::clone(&notify));
-        let registration = Registration {
+        self.start();
+        Registration {
             wake: Arc::clone(self),
             id,
             notify,
-        };
-        let mut ready = self.start();
-        let listening = tokio::time::timeout(self.io_timeout, ready.wait_for(|up| *up)).await;
-        match listening {
-            Ok(Ok(_)) => Ok(registration),
-            _ => Err(unavailable(format!(
-                "could not subscribe to {} within {:?}",
-                self.channel, self.io_timeout
-            ))),
         }
     }
 
-    /// Starts the subscriber task if it is not running, and returns its readiness.
-    fn start(self: &Arc<Self>) -> watch::Receiver<bool> {
+    /// Starts the subscriber task if it is not running.
+    fn start(self: &Arc<Self>) {
         let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((handle, ready)) = &*task
+        if let Some(handle) = &*task
             && !handle.is_finished()
         {
-            return ready.clone();
+            return;
         }
-        let (up, ready) = watch::channel(false);
         // The task holds the `Wake` weakly, so that dropping the last store ends it.
         let wake = Arc::downgrade(self);
         let handle = tokio::spawn(async move {
@@ -110,7 +110,6 @@ impl Wake {
                 .await;
                 if let Ok(Ok(pubsub)) = subscribed {
                     backoff = Duration::from_millis(20);
-                    up.send_replace(true);
                     // Messages may have been lost while nobody listened: everybody re-checks.
                     if let Some(this) = wake.upgrade() {
                         this.wake_all();
@@ -127,14 +126,12 @@ impl Wake {
                             notify.notify_one();
                         }
                     }
-                    up.send_replace(false);
                 }
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_millis(500));
             }
         });
-        *task = Some((handle.abort_handle(), ready.clone()));
-        ready
+        *task = Some(handle.abort_handle());
     }
 
     fn wake_all(&self) {
@@ -146,7 +143,7 @@ impl Wake {
 
 impl Drop for Wake {
     fn drop(&mut self) {
-        if let Some((handle, _)) = self.task.get_mut().unwrap_or_else(PoisonError::into_inner) {
+        if let Some(handle) = self.task.get_mut().unwrap_or_else(PoisonError::into_inner) {
             handle.abort();
         }
     }
