@@ -281,9 +281,20 @@ impl RedisLock {
     }
 }
 
-/// Runs the release script for `token` on `name`.
+/// How long a release's mark (`{ns}:released:<rid>`) stays, in ms: a retry runs within the
+/// `io_timeout` of the first attempt; twice that, and at least a second, is ample.
+fn mark_ms(io_timeout: Duration) -> u64 {
+    (micros(io_timeout) / 1000).saturating_mul(2).max(1000)
+}
+
+/// Runs the release script for `token` on `name` (with a request id, so that a retry after a
+/// lost reply answers as the first run did).
 pub(crate) async fn release(store: &RedisLocks, name: &str, token: u64) -> Result<bool, LockError> {
-    let reply: String = store.run(&SCRIPTS.release, name, &[&token]).await?;
+    let rid = crate::acquire::new_id();
+    let mark = mark_ms(store.inner.config.io_timeout());
+    let reply: String = store
+        .run(&SCRIPTS.release, name, &[&token, &rid, &mark])
+        .await?;
     Ok(reply == "1")
 }
 
@@ -356,6 +367,8 @@ impl Drop for DropRelease {
                             .key(&prefix)
                             .arg(&name)
                             .arg(token)
+                            .arg(crate::acquire::new_id())
+                            .arg(mark_ms(io))
                             .invoke_async::<String>(&mut conn)
                             .await
                     };

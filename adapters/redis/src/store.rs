@@ -2,6 +2,8 @@
 
 use core::fmt;
 use std::sync::Arc;
+#[cfg(feature = "test-clock")]
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use alkstore_mem::validate::{check_name, check_request};
@@ -36,6 +38,9 @@ pub(crate) struct Inner {
     /// `{ns}:`, the first key of every script.
     pub(crate) prefix: String,
     pub(crate) wake: Arc<Wake>,
+    /// Test builds only: drop the next script reply and run the script again.
+    #[cfg(feature = "test-clock")]
+    lose_next_reply: std::sync::atomic::AtomicBool,
 }
 
 /// A reply's reading of the server's lease clock, with the local instant its request was
@@ -165,6 +170,8 @@ impl RedisLocks {
                 config,
                 prefix,
                 wake,
+                #[cfg(feature = "test-clock")]
+                lose_next_reply: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -189,12 +196,23 @@ impl RedisLocks {
         }
         let mut conn = self.inner.conn.clone();
         let io = self.inner.config.io_timeout();
+        #[cfg(feature = "test-clock")]
+        let lose_reply = self.inner.lose_next_reply.swap(false, Ordering::SeqCst);
+        #[cfg(not(feature = "test-clock"))]
+        let lose_reply = false;
         let call = async {
-            match invocation.invoke_async(&mut conn).await {
+            let first = invocation.invoke_async(&mut conn).await;
+            match first {
+                // The test hook: the script ran, its reply is dropped, as by a connection
+                // that died after the server ran it.
+                Ok(_) if lose_reply => invocation.invoke_async(&mut conn).await,
                 // The connection was found dead (killed, or the server restarted): the
                 // manager reconnects, and the call is tried once more on the new connection.
-                // Every script is safe to run twice: a repeated step finds its own effect
-                // (a repeated try_lock finds the name busy, and that lease lapses).
+                // The server may have run it before the connection died (the reply was
+                // lost), so every script is idempotent: renew, is_held, holder and cancel
+                // are by nature; try_lock and acquire pass a request id that a retry finds
+                // in its own lease and returns as granted; release leaves a short-lived mark
+                // under its request id, so a retry still answers true.
                 Err(e) if e.is_connection_dropped() || e.is_io_error() => {
                     invocation.invoke_async(&mut conn).await
                 }
@@ -229,9 +247,11 @@ impl RedisLocks {
         ttl: Duration,
     ) -> Result<Option<RedisLock>, LockError> {
         check_request(name, owner, ttl, &self.inner.config.limits())?;
+        // The request's id makes a retry after a lost reply find its own lease.
+        let rid = crate::acquire::new_id();
         let sent = Instant::now();
         let reply: Vec<String> = self
-            .run(&SCRIPTS.try_lock, name, &[&owner, &micros(ttl)])
+            .run(&SCRIPTS.try_lock, name, &[&owner, &micros(ttl), &rid])
             .await?;
         if reply.first().map(String::as_str) != Some("1") {
             return Ok(None);
@@ -291,6 +311,15 @@ impl RedisLocks {
             .parse()
             .map_err(|_| unavailable(format!("unexpected reply from a lock script: {reply:?}")))?;
         Ok(Anchor::new(now, sent))
+    }
+
+    /// Test builds only: the next script this store runs has its reply dropped after the
+    /// server ran it and is run again, as after a connection that died before the reply
+    /// came back (the case the retry in `run` must survive).
+    #[cfg(feature = "test-clock")]
+    #[doc(hidden)]
+    pub fn lose_next_reply_for_test(&self) {
+        self.inner.lose_next_reply.store(true, Ordering::SeqCst);
     }
 
     /// Test builds only: moves this namespace's lease clock forward by `by` and wakes every

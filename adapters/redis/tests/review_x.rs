@@ -36,8 +36,17 @@ fn cli(url: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The keys of namespace `ns` on the shared scratch server, sorted.
+/// The keys of namespace `ns` on the shared scratch server, sorted, without the short-lived
+/// marks of releases (`{ns}:released:<rid>`, gone after max(2 x io_timeout, 1 s); see
+/// `release_marks_expire`).
 fn keys(ns: &str) -> Vec<String> {
+    let mut keys = all_keys(ns);
+    keys.retain(|k| !k.starts_with(&format!("{{{ns}}}:released:")));
+    keys
+}
+
+/// Every key of namespace `ns`, sorted.
+fn all_keys(ns: &str) -> Vec<String> {
     let mut keys: Vec<String> = cli(&url(), &["--scan", "--pattern", &format!("{{{ns}}}:*")])
         .lines()
         .map(str::to_owned)
@@ -870,4 +879,134 @@ async fn the_next_waiter_learns_it_is_first_when_the_head_waiters_wait_ends() {
         "B waited {took:?}: it slept a whole heartbeat instead of to the holder's deadline"
     );
     assert!(got.release().await.unwrap());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 13. A reply lost after the server ran the script: the retry must answer as the first run.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn try_lock_and_release_retried_after_a_lost_reply_answer_as_the_first_run() {
+    let locks = store().await;
+    locks.lose_next_reply_for_test();
+    let lock = locks
+        .try_lock("lost", "a", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .expect("the retry finds its own lease and returns it, not busy");
+    assert_eq!(
+        locks.holder("lost").await.unwrap().unwrap().token(),
+        lock.token()
+    );
+    // Another request is still refused.
+    assert!(
+        locks
+            .try_lock("lost", "b", Duration::from_secs(10))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    locks.lose_next_reply_for_test();
+    assert!(
+        lock.release().await.unwrap(),
+        "the retried release must say the live lease was released"
+    );
+    assert!(locks.holder("lost").await.unwrap().is_none());
+    // A lapsed lease stays `false` through a retry.
+    let lapsing = locks
+        .try_lock("lost", "c", Duration::from_secs(1))
+        .await
+        .unwrap()
+        .unwrap();
+    locks
+        .advance_test_clock(Duration::from_secs(2))
+        .await
+        .unwrap();
+    locks.lose_next_reply_for_test();
+    assert!(!lapsing.release().await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_retried_after_a_lost_reply_returns_its_own_grant() {
+    let ns = fresh_namespace();
+    let locks = connect(&ns).await;
+    // A direct grant whose reply is lost. (A retry that queued behind its own lease would
+    // find it only at its next step, a heartbeat (1 s) later.) The subscriber is started
+    // first: its wake-up of every sleeper once it listens would cover the delay.
+    drop(
+        locks
+            .acquire("warm", "a", Duration::from_secs(1))
+            .await
+            .unwrap(),
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    locks.lose_next_reply_for_test();
+    let start = Instant::now();
+    let direct = locks
+        .acquire("lost", "a", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "the retried step queued behind its own lease: granted after {:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        locks.holder("lost").await.unwrap().unwrap().token(),
+        direct.token()
+    );
+    // A pick-up of a hand-off whose reply is lost (the waiter has a store of its own).
+    let waiting = connect(&ns).await;
+    let waiter = {
+        let waiting = waiting.clone();
+        tokio::spawn(async move { waiting.acquire("lost", "w", Duration::from_secs(10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    waiting.lose_next_reply_for_test();
+    assert!(direct.release().await.unwrap());
+    let start = Instant::now();
+    let got = tokio::time::timeout(Duration::from_secs(3), waiter)
+        .await
+        .expect("the waiter is served")
+        .unwrap()
+        .unwrap()
+        .expect("the retried pick-up returns the hand-off");
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "the retried pick-up queued behind its own lease: served after {:?}",
+        start.elapsed()
+    );
+    assert_eq!(got.owner(), "w");
+    assert_eq!(
+        locks.holder("lost").await.unwrap().unwrap().token(),
+        got.token()
+    );
+    assert!(got.release().await.unwrap());
+    assert_eq!(
+        keys(&ns),
+        vec![format!("{{{ns}}}:seq"), format!("{{{ns}}}:token")]
+    );
+}
+
+#[tokio::test]
+async fn release_marks_expire() {
+    let ns = fresh_namespace();
+    let locks = RedisLocks::connect_with(
+        &url(),
+        RedisConfig::new()
+            .with_namespace(&ns)
+            .with_io_timeout(Duration::from_millis(200)),
+    )
+    .await
+    .unwrap();
+    let lock = locks
+        .try_lock("m", "a", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(lock.release().await.unwrap());
+    assert_eq!(all_keys(&ns).len(), 2, "the token and one mark");
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(all_keys(&ns), vec![format!("{{{ns}}}:token")]);
 }

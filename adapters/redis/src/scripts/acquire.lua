@@ -53,6 +53,12 @@ if redis.call('EXISTS', WKEY) == 1 then
 else
   -- A new arrival (or one whose entry was lost: it queues again, at the back).
   cur = settle()
+  if cur and cur[4] == ID then
+    -- This acquire's own lease: a step run again after its reply was lost (a direct grant, or
+    -- a pick-up that already deleted the entry) finds it, and returns it as granted.
+    redis.call('HSET', LOCK, 'claimed', '1')
+    return {'1', cur[2], cur[3], fmt(NOW)}
+  end
   if not cur then
     local token, dl = grant(OWNER, TTL, ID, '1')
     return {'1', fmt(token), fmt(dl), fmt(NOW)}

@@ -2,11 +2,13 @@
 -- it, so they all share one hash tag (one Redis Cluster slot). ARGV[1] is the lock's name.
 --
 -- Keys:
---   {ns}:lock:<name>    hash: owner, token, dl (deadline, µs), waiter (id of the acquire it went to)
+--   {ns}:lock:<name>    hash: owner, token, dl (deadline, µs), waiter (id of the acquire or
+--                       try_lock request it went to), claimed
 --   {ns}:queue:<name>   zset: waiting acquire ids, scored by arrival ({ns}:seq)
 --   {ns}:waiter:<id>    hash: owner, ttl (µs), wd (wait deadline on lease time, 0 = none),
 --                       hb (heartbeat expiry on RAW time); granted, gdl once handed the lease
 --   {ns}:token          the last fencing token
+--   {ns}:released:<rid> for a few seconds after release request <rid> freed a live lease
 --   {ns}:wake           pub/sub channel: the id of a waiter handed a lease, or '*' for all
 --
 -- Liveness is decided here, by comparing NOW with the deadline; key expiry (PEXPIRE) is only a
@@ -41,8 +43,8 @@ local function next_token()
   return t
 end
 
--- Grants the lock to `owner` for `ttl` µs; `waiter` is the acquire id it goes to ('' for
--- try_lock); `claimed` is '0' for a hand-off its waiter has not picked up yet, else '1'.
+-- Grants the lock to `owner` for `ttl` µs; `waiter` is the id of the acquire or try_lock
+-- request it goes to; `claimed` is '0' for a hand-off its waiter has not picked up yet, else '1'.
 local function grant(owner, ttl, waiter, claimed)
   local token = next_token()
   local dl = NOW + ttl
