@@ -63,11 +63,11 @@ async fn deadlines_are_on_the_servers_clock() {
 async fn a_lapsed_lease_is_free_and_its_renew_and_release_are_refused() {
     let locks = store().await;
     let mut old = locks
-        .try_lock("job", "a", advance_ms(1000))
+        .try_lock("job", "a", advance_ms(60_000))
         .await
         .unwrap()
         .unwrap();
-    locks.advance_test_clock(advance_ms(1000)).await.unwrap();
+    locks.advance_test_clock(advance_ms(60_000)).await.unwrap();
     assert!(!old.is_held().await.unwrap());
     assert!(locks.holder("job").await.unwrap().is_none());
     let err = old.renew(TTL).await.unwrap_err();
@@ -91,25 +91,25 @@ async fn a_lapsed_lease_is_free_and_its_renew_and_release_are_refused() {
 async fn renew_is_an_absolute_reset_and_refused_at_the_deadline() {
     let locks = store().await;
     let mut lock = locks
-        .try_lock("job", "a", advance_ms(1000))
+        .try_lock("job", "a", advance_ms(60_000))
         .await
         .unwrap()
         .unwrap();
     let first = lock.deadline();
-    locks.advance_test_clock(advance_ms(999)).await.unwrap();
-    lock.renew(advance_ms(500)).await.unwrap();
+    locks.advance_test_clock(advance_ms(59_000)).await.unwrap();
+    lock.renew(advance_ms(5_000)).await.unwrap();
     assert!(
         lock.deadline() > first,
-        "reset to now + 500 ms, past the old deadline"
+        "reset to now + 5 s, past the old deadline (1 s of real time away, not 1 ms)"
     );
-    assert_eq!(lock.ttl(), advance_ms(500));
+    assert_eq!(lock.ttl(), advance_ms(5_000));
     let token = lock.token();
     assert_eq!(
         locks.holder("job").await.unwrap().unwrap().deadline(),
         lock.deadline()
     );
     // Exactly at the deadline is too late (the offset moves time to at least it).
-    locks.advance_test_clock(advance_ms(500)).await.unwrap();
+    locks.advance_test_clock(advance_ms(5_000)).await.unwrap();
     assert!(matches!(
         lock.renew(TTL).await,
         Err(LockError::Expired { .. })
