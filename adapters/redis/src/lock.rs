@@ -162,12 +162,19 @@ impl RedisLock {
     /// first waiter), `Ok(false)` when it had lapsed. Compares the fencing token: never frees
     /// a newer lease.
     ///
+    /// Dropping the future before it resolved still releases the lease (as dropping the
+    /// lock does).
+    ///
     /// # Errors
     /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout` (the
     /// lease then lapses at its deadline).
     pub async fn release(mut self) -> Result<bool, LockError> {
+        // Cancel-safe: if this future is dropped before the release ran (a task aborted
+        // while its request still waited to be sent), `self` is dropped with
+        // `release_on_drop` still set, and the drop releases instead.
+        let released = release(&self.store, &self.name, self.token).await;
         self.release_on_drop = false;
-        release(&self.store, &self.name, self.token).await
+        released
     }
 
     /// Gives up the handle without releasing: the lease stays until its deadline.

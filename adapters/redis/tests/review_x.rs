@@ -391,7 +391,14 @@ async fn dropped_waiters_leave_no_keys_and_no_stranded_lease() {
             .timeout(Duration::from_secs(2))
             .await
             .unwrap()
-            .unwrap_or_else(|| panic!("round {round}: the name stayed taken for 2 s"));
+            .unwrap_or_else(|| {
+                let dump = cli(&url(), &["HGETALL", &format!("{{{ns}}}:lock:c")]);
+                let q = cli(&url(), &["ZRANGE", &format!("{{{ns}}}:queue:c"), "0", "-1"]);
+                let k = all_keys(&ns);
+                panic!(
+                    "round {round}: the name stayed taken for 2 s: {dump:?} queue {q:?} keys {k:?}"
+                )
+            });
         let mut waiters = Vec::new();
         for w in 0..4 {
             let locks = locks.clone();
