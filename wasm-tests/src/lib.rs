@@ -16,7 +16,7 @@
 //!   capacity, snapshots, tokio and browser time), with the helpers below.
 //!
 //! # Running the suite against an engine
-//! ```ignore
+//! ```text
 //! // tests/conformance.rs of an engine's crate
 //! #[cfg(target_arch = "wasm32")]
 //! wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
@@ -52,7 +52,7 @@ pub mod __private {
 /// `wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser)`).
 ///
 /// # Example
-/// ```ignore
+/// ```no_run
 /// alkstore_mem_conformance::conformance_suite!(
 ///     engine = alkstore_mem_conformance::MemoryEngine,
 ///     run = futures_lite::future::block_on
