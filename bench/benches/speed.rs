@@ -356,6 +356,42 @@ fn scale(c: &mut Criterion) {
     group.finish();
 }
 
+/// Cancelling a queued `acquire` (dropping its future) in a queue of 2,000 and of 32,000
+/// waiters on one name: O(1) keeps the two costs close; O(queue length) would be 16x.
+fn cancel(c: &mut Criterion) {
+    let mut group = c.benchmark_group("cancel a waiter, newest first, queue of N on one name");
+    for n in [2_000usize, 32_000] {
+        let id = format!("cancel/{n}");
+        group.bench_function(BenchmarkId::from_parameter(n), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut left = iters as usize;
+                while left > 0 {
+                    let registry = LockRegistry::new(ManualClock::new());
+                    let _holder = registry.try_lock("hot", "a", TTL).unwrap().unwrap();
+                    let mut waiting: Vec<_> = (0..n)
+                        .map(|_| Box::pin(registry.acquire("hot", "w", TTL)))
+                        .collect();
+                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                    for future in &mut waiting {
+                        assert!(future.as_mut().poll(&mut cx).is_pending());
+                    }
+                    let batch = left.min(n);
+                    let start = Instant::now();
+                    for _ in 0..batch {
+                        drop(waiting.pop());
+                    }
+                    total += start.elapsed();
+                    left -= batch;
+                }
+                record(&id, iters, total);
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
 /// "registry 1.50x faster" or "registry 1.20x slower", from the two times.
 fn registry_vs(theirs: f64, registry: f64) -> String {
     if theirs >= registry {
@@ -491,6 +527,23 @@ fn report() {
             .ratio(format!("{:.2}x the 1k cost", m1 / k1))
             .target("<= 2x", m1 / k1 <= 2.0),
     );
+    let (short, long) = (m("cancel/2000"), m("cancel/32000"));
+    rows.push(Row::new(
+        "cancel/2000",
+        "cancel a queued waiter, queue of 2,000",
+        short,
+        ns,
+    ));
+    rows.push(
+        Row::new(
+            "cancel/32000",
+            "cancel a queued waiter, queue of 32,000",
+            long,
+            ns,
+        )
+        .ratio(format!("{:.2}x the cost in a queue of 2,000", long / short))
+        .target("O(1): <= 2x", long / short <= 2.0),
+    );
     report::publish(
         "speed",
         "alkstore-mem speed (median ns/op over criterion samples; ratios within this run)",
@@ -509,6 +562,7 @@ fn main() {
     disjoint(&mut criterion);
     shared(&mut criterion);
     scale(&mut criterion);
+    cancel(&mut criterion);
     criterion.final_summary();
     report();
 }
