@@ -22,6 +22,10 @@ use crate::lease::LeaseInfo;
 /// A failed release after the body finished is not an error: the value is returned and the
 /// lease lapses at its deadline.
 ///
+/// On a remote engine, pick a `ttl` whose third leaves room for a renewal's round trip: a
+/// renewal that cannot be answered in time ends the body (for `alkstore-redis`, keep its
+/// `io_timeout`, 2 s by default, well below `ttl / 3`: a ttl of 10 s or more with the default).
+///
 /// # Errors
 /// The errors of [`LockStore::acquire`] (bad input, a full store, an unreachable engine),
 /// and the error of the renewal that failed when the lease was lost.
