@@ -37,12 +37,7 @@ impl Engine for Redis {
 }
 
 fn run(test: impl Future<Output = ()>) {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-        .block_on(test);
+    common::runtime().block_on(test);
 }
 
 alkstore_mem_conformance::conformance_suite!(engine = Redis, run = run);

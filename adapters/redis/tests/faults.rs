@@ -10,17 +10,9 @@ use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
 use alkstore_redis::{RedisConfig, RedisLocks};
-use common::RedisServer;
+use common::{RedisServer, runtime};
 
 const TTL: Duration = Duration::from_secs(10);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// The children's entry point: does nothing in a normal run; with `ALKSTORE_CHILD=holder` it
 /// takes a lease, prints `held <token> <deadline ns>` and sleeps until it is killed; with

@@ -11,15 +11,7 @@ use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
 use alkstore_redis::{RedisConfig, RedisLocks};
-use common::{RedisServer, fresh_namespace, store, url};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use common::{RedisServer, fresh_namespace, runtime, store, url};
 
 fn cli(url: &str, args: &[&str]) -> String {
     let port = url

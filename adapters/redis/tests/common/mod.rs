@@ -8,6 +8,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use alkstore_redis::{RedisConfig, RedisLocks};
 
+/// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 /// The shared test server's URL. Tests FAIL without it: run them with `make test-redis`.
 pub fn url() -> String {
     std::env::var("ALKSTORE_REDIS_URL").unwrap_or_else(|_| {
