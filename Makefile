@@ -3,11 +3,11 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 CARGO ?= cargo
 
-.PHONY: test setup fmt-check clippy test-native nostd test-browser doc demo demo-check bench bench-downstream check-downstream bench-browser size
+.PHONY: test setup fmt-check clippy test-native nostd msrv test-browser doc demo demo-check bench bench-downstream check-downstream bench-browser size
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd test-browser test-redis check-downstream
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis check-downstream
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
@@ -31,6 +31,15 @@ test-native:
 nostd:
 	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features
 	$(CARGO) check -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
+
+## msrv: the published crates build with their declared rust-version (1.85), natively and for the
+## browser, with that toolchain (installed by rustup when missing; its own target dir)
+MSRV := 1.85.0
+msrv:
+	@rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal --target wasm32-unknown-unknown >/dev/null
+	@rustup target list --toolchain $(MSRV) --installed | grep -q wasm32-unknown-unknown || rustup target add --toolchain $(MSRV) wasm32-unknown-unknown >/dev/null
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
 
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
 test-browser:

@@ -88,9 +88,7 @@ impl Wake {
     /// Starts the subscriber task if it is not running.
     fn start(self: &Arc<Self>) {
         let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(handle) = &*task
-            && !handle.is_finished()
-        {
+        if task.as_ref().is_some_and(|handle| !handle.is_finished()) {
             return;
         }
         // The task holds the `Wake` weakly, so that dropping the last store ends it.
@@ -120,10 +118,10 @@ impl Wake {
                         let payload = message.get_payload_bytes();
                         if payload == b"*" {
                             this.wake_all();
-                        } else if let Ok(id) = std::str::from_utf8(payload)
-                            && let Some(notify) = this.lock().get(id)
-                        {
-                            notify.notify_one();
+                        } else if let Ok(id) = std::str::from_utf8(payload) {
+                            if let Some(notify) = this.lock().get(id) {
+                                notify.notify_one();
+                            }
                         }
                     }
                 }
