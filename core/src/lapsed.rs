@@ -90,9 +90,7 @@ impl<C: Timer> Future for Lapsed<'_, C> {
 
 impl<C: Timer> Drop for Lapsed<'_, C> {
     fn drop(&mut self) {
-        if let Some(id) = self.watcher {
-            self.lock.unwatch(id);
-        }
+        self.lock.unwatch(&mut self.watcher);
     }
 }
 
@@ -152,9 +150,7 @@ impl<C: Timer> Future for KeepAlive<'_, C> {
             if let Err(err) = this.lock.renew(this.lock.ttl()) {
                 // Done: no sleep and no registration outlive the answer.
                 this.sleep = None;
-                if let Some(id) = this.watcher.take() {
-                    this.lock.unwatch(id);
-                }
+                this.lock.unwatch(&mut this.watcher);
                 return Poll::Ready(err);
             }
         }
@@ -163,9 +159,7 @@ impl<C: Timer> Future for KeepAlive<'_, C> {
 
 impl<C: Timer> Drop for KeepAlive<'_, C> {
     fn drop(&mut self) {
-        if let Some(id) = self.watcher {
-            self.lock.unwatch(id);
-        }
+        self.lock.unwatch(&mut self.watcher);
     }
 }
 

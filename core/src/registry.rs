@@ -702,11 +702,14 @@ impl<C: Timer> Lock<C> {
             .with_state(|state, now, later| state.watch(lease, id, now, waker, later))
     }
 
-    /// Forgets watcher `id`, which [`watch`](Self::watch) kept.
-    pub(crate) fn unwatch(&self, id: u64) {
-        let token = self.lease.token();
-        self.shard
-            .with_state(|state, _, later| state.unwatch(token, id, later));
+    /// Forgets the watcher that [`watch`](Self::watch) kept as `watcher`, if any, and
+    /// clears it.
+    pub(crate) fn unwatch(&self, watcher: &mut Option<u64>) {
+        if let Some(id) = watcher.take() {
+            let token = self.lease.token();
+            self.shard
+                .with_state(|state, _, later| state.unwatch(token, id, later));
+        }
     }
 
     /// The clock the lease is measured on.

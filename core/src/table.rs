@@ -417,10 +417,8 @@ impl LockTable {
     /// Whether the lease is still live at `now`.
     #[inline]
     pub fn is_held(&mut self, lease: &LeaseInfo, now: Timestamp) -> bool {
-        let now = self.observe(now);
-        let held = (self.entries.find(lease.hash, |e| e.token == lease.token))
-            .is_some_and(|e| live(e.deadline, now));
-        self.tick(now);
+        let held = self.live_deadline_of(lease, now).is_some();
+        self.tick(self.latest);
         held
     }
 
