@@ -63,7 +63,9 @@ async fn lost_hand_off_then_another_name() -> (
 #[tokio::test(start_paused = true)]
 async fn an_unbounded_acquire_resolves_once_room_frees_by_a_lapse() {
     let (_registry, waiter, other) = lost_hand_off_then_another_name().await;
-    other.map(Lock::detach);
+    if let Some(other) = other {
+        other.detach();
+    }
     let lock = tokio::time::timeout(GUARD, tokio::spawn(waiter))
         .await
         .expect("the acquire never resolved: a forgotten waiter")
@@ -80,7 +82,9 @@ async fn an_unbounded_acquire_resolves_once_room_frees_by_a_release() {
     let (registry, waiter, other) = lost_hand_off_then_another_name().await;
     let releaser = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        other.map(Lock::release);
+        if let Some(other) = other {
+            other.release();
+        }
     });
     let lock = tokio::time::timeout(GUARD, tokio::spawn(waiter))
         .await

@@ -158,12 +158,16 @@ fn an_unbounded_waiter_polled_only_when_woken_resolves_once_room_frees() {
                 "release" => drop(other.map(Lock::release)),
                 "drop" => drop(other),
                 "lapse" => {
-                    other.map(Lock::detach);
+                    if let Some(other) = other {
+                        other.detach();
+                    }
                     clock.advance(100 * MS);
                 }
                 _ => {
                     registry.force_release("y");
-                    other.map(Lock::detach);
+                    if let Some(other) = other {
+                        other.detach();
+                    }
                 }
             }
             resolved = waiter.poll_if_woken();
