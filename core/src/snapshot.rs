@@ -5,8 +5,9 @@ use alloc::vec::Vec;
 
 use crate::lease::LeaseInfo;
 
-/// The held leases and queued waiters of a [`LockRegistry`](crate::LockRegistry), as
-/// [`LockRegistry::snapshot`](crate::LockRegistry::snapshot) saw them (Web Locks `query()`).
+/// The held leases and queued waiters of a store, as its
+/// [`snapshot`](crate::LockStore::snapshot) saw them (what Web Locks' `query()` answers).
+/// Build one with `Snapshot::default()` and push to its fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Snapshot {
@@ -25,4 +26,22 @@ pub struct Waiting {
     pub name: String,
     /// The owner it asked for the lease as.
     pub owner: String,
+}
+
+impl Waiting {
+    /// A waiter on `name` for `owner`, as an engine reports it.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::Waiting;
+    ///
+    /// let waiting = Waiting::new("invoice/1001", "worker-2");
+    /// assert_eq!((waiting.name.as_str(), waiting.owner.as_str()), ("invoice/1001", "worker-2"));
+    /// ```
+    pub fn new(name: &str, owner: &str) -> Self {
+        Waiting {
+            name: name.into(),
+            owner: owner.into(),
+        }
+    }
 }
