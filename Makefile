@@ -27,12 +27,12 @@ clippy:
 ## except the Redis engine's, which need a server: test-redis runs them
 test-native:
 	$(CARGO) test --workspace --exclude alkstore-redis
-	$(CARGO) test -q -p alkstore-mem --all-features --lib
+	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
 nostd:
 	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features
-	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features --features serde
+	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features --features serde,tracing
 	$(CARGO) check -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
 
 ## msrv: the published crates build with their declared rust-version (1.85), natively and for the

@@ -23,6 +23,9 @@
 //! - `serde`: `Serialize`/`Deserialize` on [`LeaseInfo`] (`{name, owner, token, deadline}`),
 //!   [`Snapshot`], [`Waiting`], [`Timestamp`] (nanoseconds), [`LockError`] and its parts,
 //!   and [`StaleToken`]; `no_std` too.
+//! - `tracing`: events (target `alkstore`) on grants (direct and handed off), refused
+//!   renewals, leases a holder finds lost, and force-releases, with the name, owner, token
+//!   and deadline as fields; emitted after the shard's lock is released, never under it.
 //!
 //! # Example
 //! ```
@@ -75,6 +78,7 @@ mod sync;
 mod table;
 mod time;
 mod timer;
+mod trace;
 pub mod validate;
 mod wake;
 mod with_lock;
