@@ -159,7 +159,7 @@ mod tests {
         assert!(
             released
                 .text
-                .starts_with("released job: it was held by worker-1"),
+                .starts_with("released job held by worker-1 (fencing token 1); it had 30.0s left"),
             "{}",
             released.text
         );

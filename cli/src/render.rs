@@ -87,16 +87,16 @@ pub(crate) fn release_text(name: &str, ended: Option<&LeaseInfo>, now: Timestamp
     let Some(lease) = ended else {
         return format!("nothing to release: {} is not held\n", shown(name));
     };
-    let when = match left(lease.deadline(), now) {
-        Some(early) => format!("{} before its deadline", readable(early)),
-        None => "at its deadline".into(),
+    let deadline = rfc3339(lease.deadline(), 3);
+    let left = match left(lease.deadline(), now) {
+        Some(left) => format!("it had {} left, until {deadline}", readable(left)),
+        None => format!("its deadline was {deadline}"),
     };
     format!(
-        "released {}: it was held by {} with fencing token {}, {when} ({})\n",
+        "released {} held by {} (fencing token {}); {left}\n",
         shown(lease.name()),
         shown(lease.owner()),
         lease.token(),
-        rfc3339(lease.deadline(), 3),
     )
 }
 
@@ -296,7 +296,7 @@ report        cron-2    1
         assert_eq!(holder_text("job", None, now), "job is not held\n");
         assert_eq!(
             release_text("job", Some(&lease), now),
-            "released job: it was held by worker-1 with fencing token 42, 30.0s before its deadline (1970-01-01T00:00:31.000Z)\n"
+            "released job held by worker-1 (fencing token 42); it had 30.0s left, until 1970-01-01T00:00:31.000Z\n"
         );
         assert_eq!(
             release_text("job", None, now),
