@@ -31,6 +31,7 @@ use crate::time::Timestamp;
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum LockError {
     /// The name is empty, longer than [`Config::max_name_len`](crate::Config::max_name_len)
@@ -114,6 +115,7 @@ pub enum LockError {
 
 /// What is wrong with a lease duration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum TtlProblem {
     /// It is zero.
@@ -144,6 +146,7 @@ impl fmt::Display for TtlProblem {
 
 /// What is wrong with a name or an owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum InputProblem {
     /// It is the empty string.

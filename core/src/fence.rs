@@ -91,6 +91,7 @@ impl Fence {
 /// A write refused by a [`Fence`]: its token is lower than one the fence already accepted,
 /// so a newer holder of the lock has written since.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[error(
     "stale fencing token {token}: the resource has already accepted token {highest} from a newer holder"
 )]

@@ -82,7 +82,9 @@ impl<C: Timer> Future for Lapsed<'_, C> {
                 Ok(deadline) => deadline,
                 Err(now) => {
                     this.sleep = None;
-                    return Poll::Ready(this.lock.expired_at(now));
+                    let how = this.lock.expired_at(now);
+                    this.lock.saw_lapse(&how);
+                    return Poll::Ready(how);
                 }
             };
             // The deadline came: look again (a renewal may have moved it).
@@ -159,6 +161,7 @@ impl<C: Timer> Future for KeepAlive<'_, C> {
                 // Done: no sleep and no registration outlive the answer.
                 this.sleep = None;
                 this.lock.unwatch(&mut this.watcher);
+                this.lock.saw_lapse(&err);
                 return Poll::Ready(err);
             }
         }

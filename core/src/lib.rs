@@ -15,9 +15,17 @@
 //! drives it in tests; the `alkstore-mem-tokio` and `alkstore-mem-web` adapters bind tokio's
 //! and the browser's time.
 //!
-//! The crate is `#![no_std]` and needs only `alloc`. Its default `std` feature only swaps the
-//! spin locks for `std::sync::Mutex`; build with `default-features = false` where there is no
-//! std (such as `wasm32v1-none`).
+//! The crate is `#![no_std]` and needs only `alloc`.
+//!
+//! # Features
+//! - `std` (default): the shards lock a parking `std::sync::Mutex` instead of a spin lock;
+//!   build with `default-features = false` where there is no std (such as `wasm32v1-none`).
+//! - `serde`: `Serialize`/`Deserialize` on [`LeaseInfo`] (`{name, owner, token, deadline}`),
+//!   [`Snapshot`], [`Waiting`], [`Timestamp`] (nanoseconds), [`LockError`] and its parts,
+//!   and [`StaleToken`]; `no_std` too.
+//! - `tracing`: events (target `alkstore`) on grants (direct and handed off), refused
+//!   renewals, leases a holder finds lost, and force-releases, with the name, owner, token
+//!   and deadline as fields; emitted after the shard's lock is released, never under it.
 //!
 //! # Example
 //! ```
@@ -62,12 +70,15 @@ mod manual_clock;
 mod memory_store;
 mod padded;
 mod registry;
+#[cfg(feature = "serde")]
+mod serde_data;
 mod snapshot;
 mod state;
 mod sync;
 mod table;
 mod time;
 mod timer;
+mod trace;
 pub mod validate;
 mod wake;
 mod with_lock;

@@ -21,6 +21,7 @@ use crate::sync::Mutex;
 use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
+use crate::trace;
 use crate::validate::{check_request, name_refusal, quick_check};
 
 /// A shared registry of named exclusive locks with TTL leases.
@@ -214,6 +215,9 @@ impl<C: Clock> Inner<C> {
         shard.with_state(|state, now, later| {
             state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
         })?;
+        if let Some(lease) = &granted {
+            trace::granted(lease, trace::How::Directly);
+        }
         Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease, ttl)))
     }
 }
@@ -358,9 +362,14 @@ impl<C: Clock> LockRegistry<C> {
     pub fn force_release(&self, name: &str) -> Option<LeaseInfo> {
         name_refusal(name, &self.inner.common.config).ok()?;
         let hash = self.inner.hash(name);
-        self.inner
+        let ended = self
+            .inner
             .shard(hash)
-            .with_state(|state, now, later| state.force_release(hash, name, now, later))
+            .with_state(|state, now, later| state.force_release(hash, name, now, later));
+        if let Some(lease) = &ended {
+            trace::force_released(lease);
+        }
+        ended
     }
 
     /// The held leases and the queued waiters of every name, for diagnostics and admin pages
@@ -651,14 +660,21 @@ impl<C: Clock> Lock<C> {
                 deadline,
                 now,
                 ..
-            }) => Err(LockError::Expired {
-                name,
-                token,
-                ttl: self.ttl(),
-                deadline,
-                now,
-            }),
-            Err(refused) => Err(refused),
+            }) => {
+                let lost = LockError::Expired {
+                    name,
+                    token,
+                    ttl: self.ttl(),
+                    deadline,
+                    now,
+                };
+                trace::renew_refused(&self.lease, &lost);
+                Err(lost)
+            }
+            Err(refused) => {
+                trace::renew_refused(&self.lease, &refused);
+                Err(refused)
+            }
         }
     }
 
@@ -671,6 +687,11 @@ impl<C: Clock> Lock<C> {
             deadline: self.deadline(),
             now,
         }
+    }
+
+    /// Reports (with the `tracing` feature) that a watcher found this lease gone.
+    pub(crate) fn saw_lapse(&self, how: &LockError) {
+        trace::lapse_seen(&self.lease, how);
     }
 
     /// Releases the lease. Returns `true` when it was live and is now free, `false` when it

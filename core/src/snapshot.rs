@@ -9,6 +9,7 @@ use crate::lease::LeaseInfo;
 /// [`snapshot`](crate::LockStore::snapshot) saw them (what Web Locks' `query()` answers).
 /// Build one with `Snapshot::default()` and push to its fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Snapshot {
     /// Every live lease, sorted by name.
@@ -20,6 +21,7 @@ pub struct Snapshot {
 
 /// One queued [`acquire`](crate::LockRegistry::acquire) call in a [`Snapshot`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Waiting {
     /// The name it waits for.

@@ -64,6 +64,7 @@ mod lock;
 mod scripts;
 mod snapshot;
 mod store;
+mod trace;
 mod wake;
 
 pub use acquire::RedisAcquire;

@@ -192,13 +192,15 @@ impl RedisLock {
     /// `Expired` for this lease, found gone at `now` on the server's clock.
     fn expired_at(&self, now: Timestamp) -> LockError {
         let Live { deadline, ttl, .. } = *self.live();
-        LockError::Expired {
+        let lost = LockError::Expired {
             name: self.name.clone(),
             token: self.token,
             ttl,
             deadline,
             now,
-        }
+        };
+        crate::trace::lost(&self.name, self.token, &lost);
+        lost
     }
 
     /// `Expired` for this lease, at the estimated server time.

@@ -232,11 +232,13 @@ impl RedisLocks {
                 other => other,
             }
         };
-        match tokio::time::timeout(io, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(unavailable(format!("redis: {e}"))),
-            Err(_) => Err(unavailable(format!("redis did not answer within {io:?}"))),
-        }
+        let failed = match tokio::time::timeout(io, call).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => unavailable(format!("redis: {e}")),
+            Err(_) => unavailable(format!("redis did not answer within {io:?}")),
+        };
+        crate::trace::unavailable(name, &failed);
+        Err(failed)
     }
 
     /// Takes the lock `name` for `owner` until `ttl` from now (on the server's clock), if it
@@ -284,6 +286,8 @@ impl RedisLocks {
             return Ok(None);
         }
         let (token, deadline, now) = (field(&reply, 1)?, field(&reply, 2)?, field(&reply, 3)?);
+        let deadline_ns = from_us(deadline).as_nanos();
+        crate::trace::granted(name, owner, token, deadline_ns, false);
         Ok(Some(RedisLock::new(
             self.clone(),
             name,
@@ -357,7 +361,11 @@ impl RedisLocks {
                 return Ok(None);
             }
             let reply: Vec<String> = self.run(&SCRIPTS.force_release, &name, &[]).await?;
-            lease_from(&name, &reply)
+            let ended = lease_from(&name, &reply)?;
+            if let Some(lease) = &ended {
+                crate::trace::force_released(lease);
+            }
+            Ok(ended)
         })
     }
 
