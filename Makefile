@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis check-downstream
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-cli check-downstream
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
@@ -24,9 +24,9 @@ clippy:
 	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
-## except the Redis engine's, which need a server: test-redis runs them
+## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-cli
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
@@ -41,7 +41,7 @@ MSRV := 1.85.0
 msrv:
 	@rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal --target wasm32-unknown-unknown >/dev/null
 	@rustup target list --toolchain $(MSRV) --installed | grep -q wasm32-unknown-unknown || rustup target add --toolchain $(MSRV) wasm32-unknown-unknown >/dev/null
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis -p alkstore-cli
 	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
 
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
@@ -118,3 +118,13 @@ bench-redis: redis-setup
 demo-redis: redis-setup
 	scripts/redis-run.sh --port 6390 -- $(CARGO) run -q -p alkstore-redis-tools --bin demo
 ## end redis -------------------------------------------------------------------------------
+
+## cli ------------------------------------------------------------------------------------
+## test-cli: the alkstore tool's tests (cli/), its binary run against a scratch redis-server on
+## 127.0.0.1:$(CLI_REDIS_PORT) (built first, so the server is up only while the tests run)
+.PHONY: test-cli
+CLI_REDIS_PORT ?= 6390
+test-cli: redis-setup
+	$(CARGO) test -q -p alkstore-cli --no-run
+	scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(CARGO) test -p alkstore-cli
+## end cli ---------------------------------------------------------------------------------
