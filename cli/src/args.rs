@@ -253,7 +253,7 @@ mod tests {
         assert_eq!(run(&["holder", "x", "-h"]), Ok(Parsed::Help));
         assert_eq!(run(&["bogus", "--help"]), Ok(Parsed::Help));
         assert_eq!(run(&["-V"]), Ok(Parsed::Version));
-        assert!(usage().contains("redis:// rediss:// redis+unix://"));
+        assert!(usage().contains("redis:// redis+unix://"));
     }
 
     #[test]

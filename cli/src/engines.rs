@@ -10,7 +10,7 @@ use crate::args::Invocation;
 use crate::command::{self, Answer, Failure};
 
 /// Every scheme the tool serves, as the usage text and the error for any other list them.
-pub(crate) const SCHEMES: &[&str] = &["redis://", "rediss://", "redis+unix://"];
+pub(crate) const SCHEMES: &[&str] = &["redis://", "redis+unix://"];
 
 /// Opens the engine `invocation.url` names and runs the command against it.
 ///
@@ -26,7 +26,7 @@ pub(crate) async fn run(invocation: &Invocation) -> Result<Answer, Failure> {
     } = invocation;
     let namespace = namespace.as_deref();
     match scheme(url).as_deref() {
-        Some("redis" | "rediss" | "redis+unix") => {
+        Some("redis" | "redis+unix") => {
             let (store, clock) = redis::open(url, namespace).await?;
             command::run(&store, &clock, command, *json).await
         }
@@ -73,7 +73,7 @@ mod tests {
         assert_eq!(scheme("127.0.0.1:6379"), None);
         assert_eq!(
             unsupported(Some("postgres")),
-            "unsupported URL scheme \"postgres://\": alkstore serves redis:// rediss:// redis+unix://"
+            "unsupported URL scheme \"postgres://\": alkstore serves redis:// redis+unix://"
         );
         assert!(unsupported(None).starts_with("the URL has no scheme"));
     }
