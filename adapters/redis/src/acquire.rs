@@ -24,9 +24,10 @@
 //!   the wait deadline on its own clock, which a moved test clock also ends). Once `wait`
 //!   has passed, no step starts but one, which picks up a lease handed over meanwhile or
 //!   leaves the queue (a step in flight then may still bring a grant). Every step takes at
-//!   most the `io_timeout`, and a step still unanswered at `wait + io_timeout` is given up:
-//!   the future never resolves later than that after its first poll, however slowly Redis
-//!   answers (a stalled first round trip no longer pushes the wait's end out).
+//!   most the `io_timeout`, and a step still unanswered at `wait + io_timeout` is given up
+//!   (`Unavailable`): the future never resolves later than that after its first poll,
+//!   however slowly Redis answers (a stalled first round trip no longer pushes the wait's
+//!   end out).
 //! - Dropping the future (or an error, or a step given up) runs `cancel.lua`: the entry
 //!   leaves the queue, and a lease handed to it (or granted by a step given up) goes on to
 //!   the next waiter. It runs in a task spawned on the current runtime, or, when there is no
@@ -48,7 +49,7 @@ use alkstore_mem::LockError;
 use crate::cleanup::Cleanup;
 use crate::lock::RedisLock;
 use crate::scripts::SCRIPTS;
-use crate::store::{Anchor, RedisLocks, ToRedisArgsDyn, field, from_us, micros};
+use crate::store::{Anchor, RedisLocks, ToRedisArgsDyn, field, from_us, micros, unavailable};
 
 /// Waits for a lock: the future of [`RedisLocks::acquire`].
 ///
@@ -101,8 +102,9 @@ impl RedisAcquire {
     /// grant, counted from its first poll. A step that reached Redis in time may still bring
     /// a grant a little later, but the future never resolves later than `wait` plus the
     /// [`io_timeout`](crate::RedisConfig::io_timeout) after its first poll, however slowly
-    /// Redis answers. `timeout(Duration::ZERO)` answers exactly as [`RedisLocks::try_lock`]
-    /// does. Once the future has been polled this changes nothing.
+    /// Redis answers: if Redis has not answered by then, it resolves to
+    /// [`LockError::Unavailable`]. `timeout(Duration::ZERO)` answers exactly as
+    /// [`RedisLocks::try_lock`] does. Once the future has been polled this changes nothing.
     pub fn timeout(mut self, wait: Duration) -> Self {
         if let State::Start { wait: bound, .. } = &mut self.state {
             *bound = Some(wait);
@@ -197,7 +199,7 @@ struct Bounds {
     end: Option<Instant>,
     /// When the future resolves at the latest (`end` plus one `io_timeout`, which is all
     /// the step in flight at `end`, or the last one, may take): a step still unanswered then
-    /// is given up, and the wait ends with `Ok(None)`.
+    /// is given up, and the wait ends with `LockError::Unavailable`.
     limit: Option<Instant>,
 }
 
@@ -264,8 +266,14 @@ async fn wait_for(
             None => step.await?,
             Some(limit) => match tokio::time::timeout_at(limit.into(), step).await {
                 Ok(reply) => reply?,
-                // The wait and one io_timeout have passed: the guard withdraws the entry.
-                Err(_) => return Ok(None),
+                // The wait and one io_timeout have passed, and Redis has not answered (as a
+                // step's own io_timeout would say; the guard withdraws the entry).
+                Err(_) => {
+                    let io = config.io_timeout();
+                    return Err(unavailable(format!(
+                        "redis did not answer within {io:?} (a bounded wait ends by its wait plus that)"
+                    )));
+                }
             },
         };
         let now = Anchor::new(field(&reply, 3)?, sent);

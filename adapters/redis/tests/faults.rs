@@ -329,16 +329,23 @@ fn a_bounded_wait_counts_from_its_first_poll_and_ends_within_wait_plus_io_timeou
     assert!(took <= wait + Duration::from_secs(3), "{took:?}");
 
     // Queued, then a stall longer than wait + io_timeout: the last step gets no answer, and
-    // the wait ends at wait + io_timeout all the same.
+    // the wait ends at wait + io_timeout all the same, saying Redis did not answer.
     let (wait, io) = (Duration::from_millis(300), Duration::from_millis(500));
     let stall = (Duration::from_millis(100), Duration::from_millis(1500));
     let (took, got) = wait_through_a_stall(&server, &hasty, wait, stall);
-    eprintln!("SIGSTOP {stall:?} into a {wait:?} wait (io_timeout {io:?}): {got:?} after {took:?}");
-    assert!(
-        matches!(got, Ok(None) | Err(LockError::Unavailable { .. })),
-        "{got:?}"
+    eprintln!(
+        "SIGSTOP for {:?}, {:?} into a {wait:?} wait (io_timeout {io:?}): {got:?} after {took:?}",
+        stall.1, stall.0
     );
+    assert!(matches!(got, Err(LockError::Unavailable { .. })), "{got:?}");
     assert!(took <= wait + io + Duration::from_millis(100), "{took:?}");
+
+    // A zero wait answers as try_lock does: Unavailable within the io_timeout.
+    let stall = (Duration::ZERO, Duration::from_millis(1000));
+    let (took, got) = wait_through_a_stall(&server, &hasty, Duration::ZERO, stall);
+    eprintln!("SIGSTOP during a zero wait (io_timeout {io:?}): {got:?} after {took:?}");
+    assert!(matches!(got, Err(LockError::Unavailable { .. })), "{got:?}");
+    assert!(took <= io + Duration::from_millis(100), "{took:?}");
 
     // The server works on: the holder's lease is still there, and releases.
     assert!(rt.block_on(holder.release()).unwrap());
