@@ -97,10 +97,10 @@ impl RedisConfig {
     /// [`RedisAcquire::timeout`](crate::RedisAcquire::timeout) of `wait` resolves no later
     /// than `wait + io_timeout` after its first poll, however slowly Redis answers.
     ///
-    /// Keep it well below the leases' `ttl - every` of
-    /// [`keep_alive`](crate::RedisLock::keep_alive): a renewal sent `every` after the last
-    /// one has `ttl - every` left before the lease lapses, and `keep_alive` gives up (with
-    /// `Expired`) at that deadline rather than wait out a longer `io_timeout`.
+    /// A renewal may take up to the `io_timeout`, so
+    /// [`keep_alive`](crate::RedisLock::keep_alive) refuses a lease whose ttl is below twice
+    /// it (`LockError::InvalidTtl`, `TtlProblem::TooShortToKeepAlive`): with the default 2 s,
+    /// leases to keep alive need a ttl of 4 s or more. Keep it well below the ttls you use.
     #[must_use]
     pub fn with_io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout.clamp(Self::MIN_IO_TIMEOUT, Self::MAX_IO_TIMEOUT);

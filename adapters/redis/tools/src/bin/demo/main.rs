@@ -9,14 +9,15 @@
 //! - worker-a wakes up and writes with its old token: the invoice store refuses it.
 //!
 //! This process, the coordinator, starts the workers and is the invoice store they write to
-//! (over their pipes): it keeps a `Fence`, which refuses a write whose token is older than
-//! one it has already seen. It prints one timeline of what the workers and the store did,
-//! then checks the outcome, not the timings (`make demo-redis` exits non-zero if it
-//! differs): the stale write is refused, tokens increase in line order, every accepted write
-//! carried the highest token yet, and nothing is left held. What must happen in order is put
-//! in order by the code, not by sleeps: worker-a's late write waits for worker-b's.
+//! (over their pipes): it keeps the core's [`Fence`], which refuses a write whose token is
+//! older than one it has already seen. It also looks at the lock as an operator would
+//! (`snapshot`, `holder`). It prints one timeline of what the workers, the store and the
+//! operator saw, then checks the outcome, not the timings (`make demo-redis` exits non-zero
+//! if it differs): the stale write is refused, tokens increase in line order, every accepted
+//! write carried the highest token yet, and nothing is left held. What must happen in order
+//! is put in order by the code, not by sleeps: worker-c asks once the snapshot shows
+//! worker-b in line, and worker-a's late write waits for worker-b's.
 
-mod fence;
 mod worker;
 
 use std::collections::HashMap;
@@ -25,9 +26,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use alkstore_mem::Fence;
 use alkstore_redis::{RedisConfig, RedisLocks};
-
-use fence::Fence;
 
 const NAME: &str = "invoice/1001";
 /// The invoice's lease: short, so that a stall loses it.
@@ -225,6 +225,13 @@ impl Coordinator {
         }
     }
 
+    /// Handles messages until `done` holds, checking it every 10 ms.
+    fn until_true(&mut self, mut done: impl FnMut() -> bool) {
+        while !done() {
+            self.for_(Duration::from_millis(10));
+        }
+    }
+
     /// Handles messages for `period`.
     fn for_(&mut self, period: Duration) {
         let end = Instant::now() + period;
@@ -269,28 +276,46 @@ fn coordinate() {
          from the server's clock in µs (T1, T2, T3 below): compare them, never count them.\n",
         LEASE.as_millis()
     );
-    demo.spawn("a", &ns);
-    demo.until("a", "holds");
-    demo.spawn("b", &ns);
-    // worker-b asks first: give its first step time to reach the queue before worker-c asks.
-    demo.until("b", "asking");
-    demo.for_(Duration::from_millis(200));
-    demo.spawn("c", &ns);
-    demo.until("c", "holds");
-    // The operator's view, once worker-c has held the lease longer than one lease.
-    demo.for_(LEASE + Duration::from_millis(300));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let locks = runtime
+    let operator = runtime
         .block_on(RedisLocks::connect_with(
             &url,
             RedisConfig::new().with_namespace(&ns),
         ))
         .unwrap();
-    if let Some(held) = runtime.block_on(locks.holder(NAME)).unwrap() {
+    // Who waits in line, in order, as the operator sees it.
+    let in_line = || -> Vec<String> {
+        let snapshot = runtime.block_on(operator.snapshot()).unwrap();
+        snapshot.waiting.into_iter().map(|w| w.owner).collect()
+    };
+    demo.spawn("a", &ns);
+    demo.until("a", "holds");
+    demo.spawn("b", &ns);
+    // worker-c asks once worker-b is in line (the operator's snapshot shows it).
+    demo.until_true(|| in_line() == ["worker-b"]);
+    demo.spawn("c", &ns);
+    demo.until_true(|| in_line().len() == 2);
+    let snapshot = runtime.block_on(operator.snapshot()).unwrap();
+    let held: Vec<String> = snapshot
+        .held
+        .iter()
+        .map(|l| format!("{} holds {} (token {})", l.owner(), l.name(), l.token()))
+        .collect();
+    let waiting: Vec<&str> = snapshot.waiting.iter().map(|w| w.owner.as_str()).collect();
+    let what = format!(
+        "snapshot(): {}; waiting in line: {}",
+        held.join(", "),
+        waiting.join(", ")
+    );
+    demo.say(since(demo.start_ms), "operator", &what);
+    demo.until("c", "holds");
+    // Once worker-c has held the lease longer than one lease: keep_alive renewed it.
+    demo.for_(LEASE + Duration::from_millis(300));
+    if let Some(held) = runtime.block_on(operator.holder(NAME)).unwrap() {
         let until = held.deadline().as_millis().saturating_sub(demo.start_ms);
         let what = format!(
             "holder({NAME:?}): {}, token {}, lease until {until} ms (renewed by keep_alive)",
@@ -304,9 +329,10 @@ fn coordinate() {
         assert!(child.wait().unwrap().success(), "worker-{who} failed");
     }
     check(&demo);
+    let after = runtime.block_on(operator.snapshot()).unwrap();
     assert!(
-        runtime.block_on(locks.holder(NAME)).unwrap().is_none(),
-        "every lease ended"
+        after.held.is_empty() && after.waiting.is_empty(),
+        "every lease ended, nobody waits: {after:?}"
     );
     println!("demo-redis: OK");
 }
@@ -337,8 +363,8 @@ fn check(demo: &Coordinator) {
         demo.labelled(&last.token.to_string())
     );
     println!(
-        "checks: T1 < T2 < T3 in line order; only worker-a's late write was refused; every \
-         accepted write carried the highest token yet; no lease is left"
+        "checks: T1 < T2 < T3 in line order; only worker-a's late write was refused;\n        \
+         every accepted write carried the highest token yet; no lease is left"
     );
     if last.who != "c" {
         println!("(worker-c's lease was lost on this run: the machine stalled; it did not write)");

@@ -141,14 +141,15 @@ impl Worker {
     }
 
     /// worker-c: waits behind worker-b, is handed the lease by its release, and runs a job
-    /// longer than its lease, kept alive by `keep_alive`; writes only if the lease held.
+    /// longer than its lease, kept alive by `keep_alive` while the job reads the lease's
+    /// deadline; writes only if the lease held.
     async fn is_handed_the_lease(&self) {
         self.emit(
             "asking",
             0,
             format_args!("wants {NAME} too: waits in line behind worker-b"),
         );
-        let mut lock = self
+        let lock = self
             .locks
             .acquire(NAME, &self.who, LEASE)
             .timeout(Duration::from_secs(10))
@@ -167,11 +168,16 @@ impl Worker {
                 RENEW_EVERY.as_millis()
             ),
         );
+        // The work reads the lease while keep_alive renews it (keep_alive takes `&self`).
         let work = async {
             for step in 1..=JOB_STEPS {
                 tokio::time::sleep(JOB_STEP).await;
                 if step % 2 == 0 {
-                    self.note(format_args!("payment step {step}/{JOB_STEPS} done"));
+                    self.note(format_args!(
+                        "payment step {step}/{JOB_STEPS} done; lease until {} ms (renewed), token {}",
+                        self.at(lock.deadline()),
+                        lock.token()
+                    ));
                 }
             }
         };
@@ -183,11 +189,6 @@ impl Worker {
             () = work => true,
         };
         if finished {
-            self.note(format_args!(
-                "payment done; lease until {} ms, same token {}",
-                self.at(lock.deadline()),
-                lock.token()
-            ));
             self.write(token, "paid (worker-c)")
                 .await
                 .expect("the largest token yet is accepted");
