@@ -281,6 +281,15 @@ async fn wait_for(
             Some("1") => {
                 let (token, deadline) = (field(&reply, 1)?, field(&reply, 2)?);
                 guard.armed = false;
+                // Handed off when it had to wait (a first step that is granted took it free).
+                let handed_off = !wd.is_empty();
+                crate::trace::granted(
+                    &name,
+                    &owner,
+                    token,
+                    from_us(deadline).as_nanos(),
+                    handed_off,
+                );
                 return Ok(Some(RedisLock::new(
                     store.clone(),
                     &name,
