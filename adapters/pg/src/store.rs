@@ -1,0 +1,487 @@
+//! [`PgLocks`]: the pool, the schema, and the calls that run one server function each.
+
+use core::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alkstore_mem::validate::{check_name, check_request};
+use alkstore_mem::{LeaseInfo, LockError, Timestamp};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::acquire::PgAcquire;
+use crate::config::PgConfig;
+use crate::lock::PgLock;
+use crate::pool::{Fail, Op, Pool, unavailable};
+use crate::sql::Schema;
+use crate::wake::Wake;
+
+/// Named exclusive locks with TTL leases and fencing tokens, kept in PostgreSQL.
+///
+/// Cheap to clone: clones share one connection pool and one listening connection. Every
+/// operation validates its input locally with the core's checks, then calls one plpgsql
+/// function of the store's schema that reads the server's `clock_timestamp()`, decides under
+/// the lease row's lock and writes, in one round trip. See the [crate docs](crate) for the
+/// model and the guarantees.
+///
+/// A store is bound to the tokio runtime it was connected on (its connections' tasks run
+/// there).
+///
+/// # Example
+/// ```no_run
+/// use alkstore_pg::{PgConfig, PgLocks};
+/// use std::time::Duration;
+///
+/// # async fn run() -> Result<(), alkstore_mem::LockError> {
+/// let locks = PgLocks::connect_with(
+///     "postgres://app@127.0.0.1:5432/app",
+///     PgConfig::new().with_schema("billing_locks"),
+/// )
+/// .await?;
+/// let held = locks.try_lock("invoice/1001", "worker-1", Duration::from_secs(10)).await?;
+/// assert!(held.is_some() || locks.holder("invoice/1001").await?.is_some());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct PgLocks {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) pool: Pool,
+    pub(crate) config: PgConfig,
+    pub(crate) schema: Schema,
+    pub(crate) wake: Arc<Wake>,
+}
+
+/// A reply's reading of the server's lease clock, with the local instant its request was
+/// SENT at, so that a handle can estimate the server's time without asking. The estimate
+/// `server + (now - sent)` is never behind the server's real time: it errs early, never late.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Anchor {
+    pub(crate) server: Timestamp,
+    pub(crate) local: Instant,
+}
+
+impl Anchor {
+    /// The server's reading `server_us` of a request sent at `sent`.
+    pub(crate) fn new(server_us: i64, sent: Instant) -> Self {
+        Anchor {
+            server: from_us(server_us),
+            local: sent,
+        }
+    }
+
+    /// The server's time now, as estimated from this reading (never behind it).
+    pub(crate) fn estimate(&self) -> Timestamp {
+        self.server.saturating_add(self.local.elapsed())
+    }
+
+    /// How long until `at` on the server's clock, as estimated from this reading.
+    pub(crate) fn until(&self, at: Timestamp) -> Duration {
+        at.saturating_duration_since(self.estimate())
+    }
+}
+
+/// The longest lease, in µs: 100 years (longer ttls, up to `Duration::MAX`, are cut to it),
+/// which keeps every deadline well inside a bigint.
+const MAX_TTL_US: u64 = 100 * 365 * 24 * 3600 * 1_000_000;
+
+/// `d` in whole microseconds, rounded up (a 1 ns ttl is 1 µs, never 0) and capped.
+pub(crate) fn micros(d: Duration) -> i64 {
+    let us = d.as_nanos().div_ceil(1000);
+    let us = u64::try_from(us).unwrap_or(u64::MAX).min(MAX_TTL_US);
+    i64::try_from(us).unwrap_or(i64::MAX)
+}
+
+/// A server reading in µs as a [`Timestamp`] (ns since the Unix epoch, on the server's clock).
+pub(crate) fn from_us(us: i64) -> Timestamp {
+    Timestamp::from_nanos(u64::try_from(us).unwrap_or(0).saturating_mul(1000))
+}
+
+/// An owner as stored: text cannot hold NUL, which owners may contain, so `\` is written
+/// `\\` and NUL `\0`.
+pub(crate) fn owner_to_sql(owner: &str) -> String {
+    if !owner.contains(['\\', '\0']) {
+        return owner.into();
+    }
+    owner.replace('\\', "\\\\").replace('\0', "\\0")
+}
+
+/// An owner as read back (the inverse of [`owner_to_sql`]).
+pub(crate) fn owner_from_sql(stored: &str) -> String {
+    if !stored.contains('\\') {
+        return stored.into();
+    }
+    let mut out = String::with_capacity(stored.len());
+    let mut chars = stored.chars();
+    while let Some(c) = chars.next() {
+        match (c, chars.clone().next()) {
+            ('\\', Some('0')) => {
+                out.push('\0');
+                chars.next();
+            }
+            ('\\', Some('\\')) => {
+                out.push('\\');
+                chars.next();
+            }
+            (c, _) => out.push(c),
+        }
+    }
+    out
+}
+
+/// The single bigint[] a function returned.
+pub(crate) fn numbers(rows: &[Row]) -> Result<Vec<i64>, LockError> {
+    rows.first()
+        .and_then(|row| row.try_get::<_, Vec<i64>>(0).ok())
+        .ok_or_else(|| unavailable("unexpected reply from a lock function"))
+}
+
+/// Field `i` of a function's reply.
+pub(crate) fn field(reply: &[i64], i: usize) -> Result<i64, LockError> {
+    reply
+        .get(i)
+        .copied()
+        .ok_or_else(|| unavailable(format!("unexpected reply from a lock function: {reply:?}")))
+}
+
+/// A `(owner, token, deadline, now)` row of `holder` or `force_release`: the lease it names
+/// (`None` for a NULL owner) and the server's now.
+fn lease_row(name: &str, rows: &[Row]) -> Result<(Option<LeaseInfo>, i64), LockError> {
+    let bad = || unavailable("unexpected reply from a lock function");
+    let row = rows.first().ok_or_else(bad)?;
+    let owner: Option<String> = row.try_get(0).map_err(|_| bad())?;
+    let token: Option<i64> = row.try_get(1).map_err(|_| bad())?;
+    let deadline: Option<i64> = row.try_get(2).map_err(|_| bad())?;
+    let now: i64 = row.try_get(3).map_err(|_| bad())?;
+    let info = match (owner, token, deadline) {
+        (Some(owner), Some(token), Some(deadline)) => Some(LeaseInfo::new(
+            name,
+            &owner_from_sql(&owner),
+            u64::try_from(token).unwrap_or(0),
+            from_us(deadline),
+        )),
+        _ => None,
+    };
+    Ok((info, now))
+}
+
+impl PgLocks {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or the
+    /// `key=value` form) with the default [`PgConfig`] (schema `"alkstore"`, 2 s
+    /// `io_timeout`, a pool of 4), creating the schema if it is missing.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server cannot be reached within the `io_timeout`,
+    /// the url is malformed, or the schema cannot be installed (see
+    /// [`connect_with`](Self::connect_with)).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run() -> Result<(), alkstore_mem::LockError> {
+    /// let locks = alkstore_pg::PgLocks::connect("postgres://app@127.0.0.1/app").await?;
+    /// # drop(locks);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect(url: &str) -> Result<PgLocks, LockError> {
+        Self::connect_with(url, PgConfig::default()).await
+    }
+
+    /// Connects to the database at `url` with `config`. The schema is created with its
+    /// tables and functions when it is missing: by a versioned migration in one transaction
+    /// under an advisory lock, so several processes may connect at once; a schema installed
+    /// earlier is checked (its version, and that it was installed by a build with the same
+    /// clock).
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server cannot be reached within the `io_timeout`,
+    /// the url is malformed, the schema name is not one this engine uses (see
+    /// [`PgConfig::with_schema`]), the database is not UTF8, or the schema is at a newer
+    /// version or installed by a build with the other clock.
+    ///
+    /// # Example
+    /// ```no_run
+    /// use alkstore_pg::{PgConfig, PgLocks};
+    /// use std::time::Duration;
+    ///
+    /// # async fn run() -> Result<(), alkstore_mem::LockError> {
+    /// let config = PgConfig::new()
+    ///     .with_schema("jobs_locks")
+    ///     .with_io_timeout(Duration::from_millis(500));
+    /// let locks = PgLocks::connect_with("host=127.0.0.1 user=app dbname=app", config).await?;
+    /// # drop(locks);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect_with(url: &str, config: PgConfig) -> Result<PgLocks, LockError> {
+        config.check_schema().map_err(unavailable)?;
+        let pg_config = tokio_postgres::Config::from_str(url).map_err(|e| {
+            unavailable(format!(
+                "invalid postgres url (not quoted, it may hold a password): {e}"
+            ))
+        })?;
+        let schema = Schema::new(config.schema());
+        let io = config.io_timeout();
+        let pool = Pool::new(
+            pg_config,
+            config.pool_size(),
+            io,
+            config.lock_wait(),
+            &schema,
+        );
+        let migrate = async {
+            let mut client = pool.connect().await?;
+            crate::sql::migrate(&mut client, &schema)
+                .await
+                .map_err(|why| unavailable(format!("installing schema {:?}: {why}", schema.name)))
+        };
+        tokio::time::timeout(io, migrate).await.map_err(|_| {
+            unavailable(format!(
+                "could not connect to {} and check schema {:?} within {io:?}",
+                crate::pool::redacted(pool.config()),
+                schema.name
+            ))
+        })??;
+        let wake = Arc::new(Wake::new(pool.config().clone(), schema.channel.clone(), io));
+        Ok(PgLocks {
+            inner: Arc::new(Inner {
+                pool,
+                config,
+                schema,
+                wake,
+            }),
+        })
+    }
+
+    /// The configuration this store runs with.
+    pub fn config(&self) -> &PgConfig {
+        &self.inner.config
+    }
+
+    /// The SQL that calls this store's `fence(name, token)` function, for any client:
+    /// `SELECT "<schema>".fence($1, $2)` with the lock's name (text) and fencing token
+    /// (bigint). Run it inside the transaction that makes the guarded write, before the
+    /// write; see [`PgLock::fence`] and the [crate docs](crate#fencing-in-your-own-transaction).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_pg::PgLocks) {
+    /// assert_eq!(locks.fence_sql(), r#"SELECT "alkstore".fence($1, $2)"#);
+    /// # }
+    /// ```
+    pub fn fence_sql(&self) -> String {
+        format!("SELECT {}.fence($1, $2)", self.inner.schema.ident)
+    }
+
+    /// Runs `op` with `params`; every failure is [`LockError::Unavailable`] except a row
+    /// locked by another transaction ([`Fail::Locked`]).
+    pub(crate) async fn call(
+        &self,
+        op: Op,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Fail> {
+        self.inner.pool.call(op, params).await
+    }
+
+    /// Takes the lock `name` for `owner` until `ttl` from now (on the server's clock), if it
+    /// is free.
+    ///
+    /// Resolves to `Ok(Some(lock))` when granted, with a fencing token larger than every
+    /// token granted before on this name (and unique in the schema); `Ok(None)` when a live
+    /// lease holds the name (the same owner's included), waiters are queued for it (the
+    /// first of them is handed the lease instead), or a transaction that called `fence()` on
+    /// it is still open (after the config's lock wait).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
+    /// [`LockError::InvalidTtl`] before any round trip, exactly as the core's;
+    /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`:
+    /// then no lock is held by this call (a lease granted by a reply that was lost lapses at
+    /// its deadline).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # async fn run(locks: alkstore_pg::PgLocks) -> Result<(), alkstore_mem::LockError> {
+    /// match locks.try_lock("report", "host-1", Duration::from_secs(30)).await? {
+    ///     Some(lock) => { /* ... */ lock.release().await?; }
+    ///     None => println!("someone else runs the report"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn try_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<PgLock>, LockError> {
+        check_request(name, owner, ttl, &self.inner.config.limits())?;
+        let rid = crate::acquire::new_id();
+        let sent = Instant::now();
+        let stored = owner_to_sql(owner);
+        let rows = match self
+            .call(Op::TryLock, &[&name, &stored, &micros(ttl), &rid])
+            .await
+        {
+            Ok(rows) => rows,
+            Err(Fail::Locked) => return Ok(None),
+            Err(Fail::Down(err)) => return Err(err),
+        };
+        let reply = numbers(&rows)?;
+        if field(&reply, 0)? != 1 {
+            return Ok(None);
+        }
+        let (token, deadline, now) = (field(&reply, 1)?, field(&reply, 2)?, field(&reply, 3)?);
+        Ok(Some(PgLock::new(
+            self.clone(),
+            name,
+            owner,
+            u64::try_from(token).unwrap_or(0),
+            from_us(deadline),
+            ttl,
+            Anchor::new(now, sent),
+        )))
+    }
+
+    /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded with
+    /// [`PgAcquire::timeout`].
+    ///
+    /// Waiters on a name are served in arrival order across every process sharing the
+    /// schema: a release hands the lease to the first waiter inside the release's own
+    /// transaction, and a `try_lock` arriving in between gets `None`. Waiters sleep until a
+    /// `NOTIFY` (and wake once at the holder's deadline, in case its lease lapses instead);
+    /// they do not poll. Dropping the future leaves the queue and passes on a lease already
+    /// handed to it.
+    ///
+    /// # Errors
+    /// Those of [`try_lock`](Self::try_lock), at the first poll.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # async fn run(locks: alkstore_pg::PgLocks) -> Result<(), alkstore_mem::LockError> {
+    /// let lock = locks
+    ///     .acquire("invoice/1001", "worker-2", Duration::from_secs(10))
+    ///     .timeout(Duration::from_secs(5))
+    ///     .await?;
+    /// if let Some(lock) = lock {
+    ///     lock.release().await?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn acquire(&self, name: &str, owner: &str, ttl: Duration) -> PgAcquire {
+        let checked = check_request(name, owner, ttl, &self.inner.config.limits());
+        PgAcquire::new(self.clone(), name, owner, ttl, checked)
+    }
+
+    /// The live lease on `name`: `Ok(None)` when the name is free, its lease lapsed, or
+    /// `name` is not a valid lock name (then without a round trip). The deadline is on the
+    /// server's clock.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_pg::PgLocks) -> Result<(), alkstore_mem::LockError> {
+    /// if let Some(lease) = locks.holder("invoice/1001").await? {
+    ///     println!("{} holds it with token {}", lease.owner(), lease.token());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn holder(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
+        if check_name(name, &self.inner.config.limits()).is_err() {
+            return Ok(None);
+        }
+        let rows = self.call(Op::Holder, &[&name]).await?;
+        Ok(lease_row(name, &rows)?.0)
+    }
+
+    /// Ends the live lease on `name`, whoever holds it, and returns it: `Ok(None)` when the
+    /// name had no live lease or is not a valid lock name (without a round trip). The name
+    /// goes to the first waiter, with a larger token; the old holder's `renew` and
+    /// `keep_alive` then end with [`LockError::Expired`], and its `release` answers `false`.
+    /// An operator's tool: the old holder is not told, and may still write until its next
+    /// renewal (its writes are refused by `fence()` at once).
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`,
+    /// or a transaction that called `fence()` on the name is still open.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_pg::PgLocks) -> Result<(), alkstore_mem::LockError> {
+    /// if let Some(ended) = locks.force_release("invoice/1001").await? {
+    ///     println!("ended {}'s lease (token {})", ended.owner(), ended.token());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn force_release(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
+        if check_name(name, &self.inner.config.limits()).is_err() {
+            return Ok(None);
+        }
+        let rows = self.call(Op::ForceRelease, &[&name]).await?;
+        Ok(lease_row(name, &rows)?.0)
+    }
+
+    /// The server's lease clock now (for waits that must follow a moved test clock).
+    pub(crate) async fn server_now(&self) -> Result<Anchor, LockError> {
+        let sent = Instant::now();
+        let rows = self.call(Op::Now, &[]).await?;
+        let now: i64 = rows
+            .first()
+            .and_then(|row| row.try_get(0).ok())
+            .ok_or_else(|| unavailable("unexpected reply from a lock function"))?;
+        Ok(Anchor::new(now, sent))
+    }
+
+    /// Test builds only: moves this schema's lease clock forward by `by` and wakes every
+    /// sleeper of every process sharing the schema, so that each re-checks at the new time.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`.
+    #[cfg(feature = "test-clock")]
+    pub async fn advance_test_clock(&self, by: Duration) -> Result<(), LockError> {
+        self.call(Op::AdvanceClock, &[&micros(by)]).await?;
+        Ok(())
+    }
+}
+
+impl fmt::Debug for PgLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PgLocks")
+            .field("schema", &self.inner.config.schema())
+            .field("io_timeout", &self.inner.config.io_timeout())
+            .field("pool_size", &self.inner.config.pool_size())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owners_round_trip_through_text() {
+        for owner in ["w", "a\\b", "a\0b", "\\0", "\0\\\0", "ü\\\\0x", "end\\"] {
+            let stored = owner_to_sql(owner);
+            assert!(!stored.contains('\0'));
+            assert_eq!(owner_from_sql(&stored), owner, "{stored:?}");
+        }
+    }
+
+    #[test]
+    fn micros_round_up_and_cap() {
+        assert_eq!(micros(Duration::from_nanos(1)), 1);
+        assert_eq!(micros(Duration::from_millis(3)), 3000);
+        assert_eq!(micros(Duration::MAX), MAX_TTL_US as i64);
+    }
+}
