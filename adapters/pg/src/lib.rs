@@ -81,6 +81,7 @@
 mod acquire;
 mod compat;
 mod config;
+mod contract;
 mod lock;
 mod pool;
 mod sql;
