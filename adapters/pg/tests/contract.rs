@@ -54,7 +54,11 @@ async fn deadlines_are_on_the_servers_clock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lapsed_lease_is_free_and_its_renew_and_release_are_refused() {
     let locks = store().await;
-    let mut old = locks.try_lock("job", "a", ms(60_000)).await.unwrap().unwrap();
+    let mut old = locks
+        .try_lock("job", "a", ms(60_000))
+        .await
+        .unwrap()
+        .unwrap();
     locks.advance_test_clock(ms(60_000)).await.unwrap();
     assert!(!old.is_held().await.unwrap());
     assert!(locks.holder("job").await.unwrap().is_none());
@@ -65,18 +69,31 @@ async fn a_lapsed_lease_is_free_and_its_renew_and_release_are_refused() {
     );
     let new = locks.try_lock("job", "b", TTL).await.unwrap().unwrap();
     assert!(new.token() > old.token());
-    assert!(!old.release().await.unwrap(), "lapsed: false, and the new lease stays");
-    assert_eq!(locks.holder("job").await.unwrap().unwrap().token(), new.token());
+    assert!(
+        !old.release().await.unwrap(),
+        "lapsed: false, and the new lease stays"
+    );
+    assert_eq!(
+        locks.holder("job").await.unwrap().unwrap().token(),
+        new.token()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn renew_is_an_absolute_reset_and_refused_at_the_deadline() {
     let locks = store().await;
-    let mut lock = locks.try_lock("job", "a", ms(60_000)).await.unwrap().unwrap();
+    let mut lock = locks
+        .try_lock("job", "a", ms(60_000))
+        .await
+        .unwrap()
+        .unwrap();
     let first = lock.deadline();
     locks.advance_test_clock(ms(59_000)).await.unwrap();
     lock.renew(ms(5_000)).await.unwrap();
-    assert!(lock.deadline() > first, "reset to now + 5 s, past the old deadline");
+    assert!(
+        lock.deadline() > first,
+        "reset to now + 5 s, past the old deadline"
+    );
     assert_eq!(lock.ttl(), ms(5_000));
     let token = lock.token();
     assert_eq!(
@@ -87,7 +104,10 @@ async fn renew_is_an_absolute_reset_and_refused_at_the_deadline() {
     lock.renew(ms(2_000)).await.unwrap();
     assert_eq!(lock.ttl(), ms(2_000));
     locks.advance_test_clock(ms(2_000)).await.unwrap();
-    assert!(matches!(lock.renew(TTL).await, Err(LockError::Expired { .. })));
+    assert!(matches!(
+        lock.renew(TTL).await,
+        Err(LockError::Expired { .. })
+    ));
     assert_eq!(lock.token(), token);
     assert!(matches!(
         lock.renew(Duration::ZERO).await,
@@ -151,17 +171,28 @@ async fn validation_errors_are_the_cores_and_need_no_server() {
     ];
     for &(name, owner, ttl) in cases {
         let expected = registry.try_lock(name, owner, ttl).unwrap_err();
-        assert_eq!(check_request(name, owner, ttl, &limits).unwrap_err(), expected);
-        assert_eq!(locks.try_lock(name, owner, ttl).await.unwrap_err(), expected);
+        assert_eq!(
+            check_request(name, owner, ttl, &limits).unwrap_err(),
+            expected
+        );
+        assert_eq!(
+            locks.try_lock(name, owner, ttl).await.unwrap_err(),
+            expected
+        );
         assert_eq!(dead.try_lock(name, owner, ttl).await.unwrap_err(), expected);
         assert_eq!(locks.acquire(name, owner, ttl).await.unwrap_err(), expected);
         assert_eq!(
-            LockStore::try_lock(&locks, name, owner, ttl).await.unwrap_err(),
+            LockStore::try_lock(&locks, name, owner, ttl)
+                .await
+                .unwrap_err(),
             expected
         );
     }
     assert!(locks.holder("alk:x").await.unwrap().is_none());
-    assert!(dead.holder("").await.unwrap().is_none(), "invalid names need no round trip");
+    assert!(
+        dead.holder("").await.unwrap().is_none(),
+        "invalid names need no round trip"
+    );
     assert!(dead.force_release("").await.unwrap().is_none());
     let err = dead.try_lock("ok", "o", TTL).await.unwrap_err();
     assert!(matches!(err, LockError::Unavailable { .. }), "{err:?}");
@@ -214,7 +245,11 @@ async fn waiters_are_served_in_order_with_hand_off_and_no_barging() {
     for i in 0..4 {
         let store = locks.clone();
         waiting.push(tokio::spawn(async move {
-            let lock = store.acquire("q", &format!("w{i}"), TTL).await.unwrap().unwrap();
+            let lock = store
+                .acquire("q", &format!("w{i}"), TTL)
+                .await
+                .unwrap()
+                .unwrap();
             let token = lock.token();
             tokio::time::sleep(ms(20)).await;
             assert!(lock.release().await.unwrap());
@@ -241,7 +276,11 @@ async fn waiters_are_served_in_order_with_hand_off_and_no_barging() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_takes_a_lease_that_lapses_at_its_deadline() {
     let locks = store().await;
-    let held = locks.try_lock("lapse", "a", ms(300)).await.unwrap().unwrap();
+    let held = locks
+        .try_lock("lapse", "a", ms(300))
+        .await
+        .unwrap()
+        .unwrap();
     let start = std::time::Instant::now();
     let lock = locks.acquire("lapse", "b", TTL).await.unwrap().unwrap();
     let took = start.elapsed();
@@ -255,19 +294,34 @@ async fn bounded_waits_end_with_none_and_leave_the_queue() {
     let locks = store().await;
     let held = locks.try_lock("b", "a", TTL).await.unwrap().unwrap();
     assert!(
-        locks.acquire("b", "x", TTL).timeout(Duration::ZERO).await.unwrap().is_none()
+        locks
+            .acquire("b", "x", TTL)
+            .timeout(Duration::ZERO)
+            .await
+            .unwrap()
+            .is_none()
     );
     let start = std::time::Instant::now();
     let waited = locks.acquire("b", "y", TTL).timeout(ms(200)).await.unwrap();
     assert!(waited.is_none());
-    assert!(start.elapsed() >= ms(190) && start.elapsed() < ms(700), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= ms(190) && start.elapsed() < ms(700),
+        "{:?}",
+        start.elapsed()
+    );
     // The test clock also ends a wait: it is on the server's timeline.
     let store2 = locks.clone();
     let long = tokio::spawn(async move {
-        store2.acquire("b", "z", TTL).timeout(Duration::from_secs(3600)).await
+        store2
+            .acquire("b", "z", TTL)
+            .timeout(Duration::from_secs(3600))
+            .await
     });
     tokio::time::sleep(ms(100)).await;
-    locks.advance_test_clock(Duration::from_secs(3600)).await.unwrap();
+    locks
+        .advance_test_clock(Duration::from_secs(3600))
+        .await
+        .unwrap();
     let out = tokio::time::timeout(Duration::from_secs(2), long)
         .await
         .unwrap()
@@ -341,16 +395,28 @@ async fn keep_alive_renews_while_the_work_reads_the_lock_and_lapsed_gives_the_re
     let start = std::time::Instant::now();
     let why = lock.lapsed().await;
     let took = start.elapsed();
-    assert!(matches!(&why, LockError::Expired { token: t, .. } if *t == token), "{why:?}");
+    assert!(
+        matches!(&why, LockError::Expired { token: t, .. } if *t == token),
+        "{why:?}"
+    );
     assert!(took >= ms(100) && took < ms(600), "{took:?}");
-    assert!(matches!(lock.keep_alive(Duration::ZERO).await, LockError::Expired { .. }));
+    assert!(matches!(
+        lock.keep_alive(Duration::ZERO).await,
+        LockError::Expired { .. }
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_refuses_a_ttl_below_twice_the_io_timeout() {
     let locks = common::store_with(PgConfig::new().with_io_timeout(ms(500))).await;
-    let lock = locks.try_lock("short", "a", ms(999)).await.unwrap().unwrap();
-    let err = tokio::time::timeout(ms(50), lock.keep_alive(ms(100))).await.unwrap();
+    let lock = locks
+        .try_lock("short", "a", ms(999))
+        .await
+        .unwrap()
+        .unwrap();
+    let err = tokio::time::timeout(ms(50), lock.keep_alive(ms(100)))
+        .await
+        .unwrap();
     assert!(matches!(err, LockError::InvalidTtl { .. }), "{err:?}");
     assert!(lock.is_held().await.unwrap(), "nothing changed");
 }
@@ -370,7 +436,10 @@ async fn lapsed_reports_a_release_elsewhere_and_a_force_release() {
     assert!(next.token() > lock.token());
     let why = tokio::time::timeout(ms(500), lock.lapsed()).await.unwrap();
     assert!(matches!(why, LockError::Expired { .. }), "{why:?}");
-    assert!(matches!(lock.keep_alive(Duration::ZERO).await, LockError::Expired { .. }));
+    assert!(matches!(
+        lock.keep_alive(Duration::ZERO).await,
+        LockError::Expired { .. }
+    ));
     assert!(!lock.release().await.unwrap());
     assert!(locks.force_release("f").await.unwrap().is_some());
     assert!(locks.force_release("f").await.unwrap().is_none());
@@ -392,13 +461,19 @@ async fn schemas_do_not_meet() {
     };
     tokio::time::sleep(ms(80)).await;
     assert!(la.release().await.unwrap());
-    assert!(waiter.await.unwrap().unwrap().is_none(), "a's release is not b's");
+    assert!(
+        waiter.await.unwrap().unwrap().is_none(),
+        "a's release is not b's"
+    );
     assert!(format!("{a:?}").contains("schema"));
     for bad in ["a\"b", "x;y", "pg_locks", ""] {
         let err = PgLocks::connect_with(&common::url(), PgConfig::new().with_schema(bad))
             .await
             .unwrap_err();
-        assert!(err.to_string().contains("invalid PgConfig: schema"), "{err}");
+        assert!(
+            err.to_string().contains("invalid PgConfig: schema"),
+            "{err}"
+        );
     }
     drop(lb);
 }
@@ -427,10 +502,16 @@ async fn many_processes_may_install_one_schema_at_once() {
     // the version row.
     let client = common::client(&common::url()).await;
     let row = client
-        .query_one(&format!("SELECT version, clock FROM \"{schema}\".meta"), &[])
+        .query_one(
+            &format!("SELECT version, clock FROM \"{schema}\".meta"),
+            &[],
+        )
         .await
         .unwrap();
-    assert_eq!((row.get::<_, i32>(0), row.get::<_, String>(1)), (1, "test".into()));
+    assert_eq!(
+        (row.get::<_, i32>(0), row.get::<_, String>(1)),
+        (1, "test".into())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,7 +27,10 @@ async fn setup() -> (PgLocks, tokio_postgres::Client, String) {
 
 async fn rows(client: &tokio_postgres::Client, table: &str) -> Vec<(String, i64)> {
     client
-        .query(&format!("SELECT paid_by, token FROM {table} ORDER BY token"), &[])
+        .query(
+            &format!("SELECT paid_by, token FROM {table} ORDER BY token"),
+            &[],
+        )
         .await
         .unwrap()
         .iter()
@@ -38,13 +41,20 @@ async fn rows(client: &tokio_postgres::Client, table: &str) -> Vec<(String, i64)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_tokens_write_commits() {
     let (locks, mut client, table) = setup().await;
-    let lock = locks.try_lock("invoice/1001", "a", TTL).await.unwrap().unwrap();
+    let lock = locks
+        .try_lock("invoice/1001", "a", TTL)
+        .await
+        .unwrap()
+        .unwrap();
     let tx = client.transaction().await.unwrap();
     lock.fence(&tx).await.unwrap();
     let token = i64::try_from(lock.token()).unwrap();
-    tx.execute(&format!("INSERT INTO {table} VALUES (1001, 'a', $1)"), &[&token])
-        .await
-        .unwrap();
+    tx.execute(
+        &format!("INSERT INTO {table} VALUES (1001, 'a', $1)"),
+        &[&token],
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(rows(&client, &table).await, vec![("a".into(), token)]);
     // Any client can call it by SQL, too.
@@ -57,7 +67,11 @@ async fn a_live_tokens_write_commits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_tokens_write_errors_and_nothing_commits() {
     let (locks, mut client, table) = setup().await;
-    let old = locks.try_lock("invoice/1001", "a", TTL).await.unwrap().unwrap();
+    let old = locks
+        .try_lock("invoice/1001", "a", TTL)
+        .await
+        .unwrap()
+        .unwrap();
     locks.advance_test_clock(TTL).await.unwrap();
     // Lapsed, nobody else yet: refused.
     let tx = client.transaction().await.unwrap();
@@ -75,18 +89,30 @@ async fn a_stale_tokens_write_errors_and_nothing_commits() {
     );
     drop(tx);
     // Taken over: the old token is refused, the new one passes.
-    let new = locks.try_lock("invoice/1001", "b", TTL).await.unwrap().unwrap();
+    let new = locks
+        .try_lock("invoice/1001", "b", TTL)
+        .await
+        .unwrap()
+        .unwrap();
     let tx = client.transaction().await.unwrap();
     let err = old.fence(&tx).await.unwrap_err();
     assert!(is_fence_error(&err));
-    assert!(err.as_db_error().unwrap().message().contains("not held with fencing token"));
+    assert!(
+        err.as_db_error()
+            .unwrap()
+            .message()
+            .contains("not held with fencing token")
+    );
     tx.rollback().await.unwrap();
     let tx = client.transaction().await.unwrap();
     new.fence(&tx).await.unwrap();
     let token = i64::try_from(new.token()).unwrap();
-    tx.execute(&format!("INSERT INTO {table} VALUES (1001, 'b', $1)"), &[&token])
-        .await
-        .unwrap();
+    tx.execute(
+        &format!("INSERT INTO {table} VALUES (1001, 'b', $1)"),
+        &[&token],
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(rows(&client, &table).await, vec![("b".into(), token)]);
     // Released: refused too.
@@ -103,7 +129,11 @@ async fn a_stale_tokens_write_errors_and_nothing_commits() {
 async fn a_transaction_holding_fence_past_the_ttl_keeps_a_takeover_out_until_it_ends() {
     let (locks, mut client, table) = setup().await;
     let other = common::client(&common::url()).await;
-    let lock = locks.try_lock("invoice/7", "slow", TTL).await.unwrap().unwrap();
+    let lock = locks
+        .try_lock("invoice/7", "slow", TTL)
+        .await
+        .unwrap()
+        .unwrap();
     let tx = client.transaction().await.unwrap();
     lock.fence(&tx).await.unwrap();
     // The lease runs out while the guarded transaction is still open.
@@ -111,7 +141,11 @@ async fn a_transaction_holding_fence_past_the_ttl_keeps_a_takeover_out_until_it_
     assert!(!lock.is_held().await.unwrap(), "lapsed on the clock");
     for _ in 0..3 {
         assert!(
-            locks.try_lock("invoice/7", "rival", TTL).await.unwrap().is_none(),
+            locks
+                .try_lock("invoice/7", "rival", TTL)
+                .await
+                .unwrap()
+                .is_none(),
             "kept out while the fenced transaction is open"
         );
     }
@@ -123,9 +157,12 @@ async fn a_transaction_holding_fence_past_the_ttl_keeps_a_takeover_out_until_it_
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiter.is_finished());
     let token = i64::try_from(lock.token()).unwrap();
-    tx.execute(&format!("INSERT INTO {table} VALUES (7, 'slow', $1)"), &[&token])
-        .await
-        .unwrap();
+    tx.execute(
+        &format!("INSERT INTO {table} VALUES (7, 'slow', $1)"),
+        &[&token],
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     let next = tokio::time::timeout(Duration::from_secs(2), waiter)
         .await
@@ -136,7 +173,13 @@ async fn a_transaction_holding_fence_past_the_ttl_keeps_a_takeover_out_until_it_
     assert!(next.token() > lock.token());
     assert_eq!(next.owner(), "waiter");
     assert_eq!(rows(&other, &table).await, vec![("slow".into(), token)]);
-    assert!(locks.try_lock("invoice/7", "rival", TTL).await.unwrap().is_none());
+    assert!(
+        locks
+            .try_lock("invoice/7", "rival", TTL)
+            .await
+            .unwrap()
+            .is_none()
+    );
     drop(lock);
 }
 

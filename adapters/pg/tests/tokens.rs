@@ -23,7 +23,10 @@ fn check(log: &[(bool, i64)]) -> (usize, usize) {
     let (mut sections, mut back) = (0, 0);
     for &(enter, token) in log {
         if enter {
-            assert_eq!(inside, None, "two holders at once: {token} entered inside {inside:?}");
+            assert_eq!(
+                inside, None,
+                "two holders at once: {token} entered inside {inside:?}"
+            );
             if token <= last {
                 back += 1;
             }
@@ -61,7 +64,11 @@ async fn eight_clients_on_one_name_get_tokens_in_grant_order() {
                 } else if cycle % 3 == 0 {
                     locks.acquire("hot", "o", TTL).await.unwrap()
                 } else {
-                    locks.acquire("hot", "o", TTL).timeout(Duration::ZERO).await.unwrap()
+                    locks
+                        .acquire("hot", "o", TTL)
+                        .timeout(Duration::ZERO)
+                        .await
+                        .unwrap()
                 };
                 let Some(lock) = lock else { continue };
                 let token = i64::try_from(lock.token()).unwrap();
@@ -81,7 +88,10 @@ async fn eight_clients_on_one_name_get_tokens_in_grant_order() {
     let (sections, back) = check(&log);
     eprintln!("8 clients: {sections} grants on one name, tokens went back {back} times");
     assert_eq!(sections, granted);
-    assert!(sections >= CYCLES, "the clients hardly got the name: {sections}");
+    assert!(
+        sections >= CYCLES,
+        "the clients hardly got the name: {sections}"
+    );
     assert_eq!(back, 0, "a later grant got a smaller token");
 }
 
@@ -117,7 +127,8 @@ async fn the_harness_catches_a_token_taken_before_the_row_lock() {
         let (schema, log) = (schema.clone(), Arc::clone(&log));
         tasks.push(tokio::spawn(async move {
             let lock = format!(r#"SELECT "{schema}".bad_lock('hot')"#);
-            let unlock = format!(r#"DELETE FROM "{schema}".lease WHERE name = 'hot' AND token = $1"#);
+            let unlock =
+                format!(r#"DELETE FROM "{schema}".lease WHERE name = 'hot' AND token = $1"#);
             for _ in 0..CYCLES / 2 {
                 let token: Option<i64> = client.query_one(&lock, &[]).await.unwrap().get(0);
                 let Some(token) = token else { continue };
@@ -132,5 +143,8 @@ async fn the_harness_catches_a_token_taken_before_the_row_lock() {
     }
     let (sections, back) = check(&log.lock().unwrap());
     eprintln!("the trap on purpose: {sections} grants, tokens went back {back} times");
-    assert!(back > 0, "the harness did not see the trap in {sections} grants");
+    assert!(
+        back > 0,
+        "the harness did not see the trap in {sections} grants"
+    );
 }

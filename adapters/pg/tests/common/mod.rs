@@ -98,7 +98,8 @@ pub struct PgCluster {
 
 impl PgCluster {
     pub fn start(port: u16) -> PgCluster {
-        let dir = std::env::temp_dir().join(format!("alkstore-pg-fault-{port}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("alkstore-pg-fault-{port}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut cluster = PgCluster {
@@ -119,10 +120,23 @@ impl PgCluster {
             .as_postgres(&cluster.bin.join("initdb"))
             .arg("-D")
             .arg(cluster.data())
-            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"])
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "initdb: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         cluster.launch();
         cluster
     }
@@ -178,7 +192,9 @@ impl PgCluster {
 
     /// The postmaster's pid and every process it started (the backends).
     fn pids(&self) -> Vec<u32> {
-        let Some(pid) = self.pid else { return Vec::new() };
+        let Some(pid) = self.pid else {
+            return Vec::new();
+        };
         let mut pids = vec![pid];
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
             let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -198,7 +214,10 @@ impl PgCluster {
 
     fn signal(&self, signal: &str, pids: &[u32]) {
         for pid in pids {
-            let _ = Command::new("kill").args([signal, &pid.to_string()]).status();
+            let _ = Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
         }
     }
 
@@ -249,7 +268,14 @@ impl PgCluster {
     /// Runs `sql` with psql on this cluster; its output (unaligned, tuples only).
     pub fn psql(&self, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", "postgres"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
             .args(["-d", "postgres", "-Atc", sql])
             .output()
             .unwrap();
