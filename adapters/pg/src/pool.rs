@@ -26,24 +26,27 @@ pub(crate) enum Op {
     Snapshot,
     ForceRelease,
     Now,
+    Sweep,
     #[cfg(feature = "test-clock")]
     AdvanceClock,
 }
 
 impl Op {
-    const COUNT: usize = 11;
+    const COUNT: usize = 12;
 
     fn index(self) -> usize {
         self as usize
     }
 
-    /// The statement's text for schema `s`.
-    fn sql(self, s: &str) -> String {
+    /// The statement's text for `schema`.
+    fn sql(self, schema: &Schema) -> String {
+        let s = &schema.ident;
         match self {
-            Op::TryLock => format!("SELECT {s}.try_lock($1, $2, $3, $4)"),
+            Op::TryLock => schema.fast("try_lock_fast"),
+            Op::Release => schema.fast("release_fast"),
+            Op::Sweep => schema.fast("sweep"),
             Op::Acquire => format!("SELECT {s}.acquire($1, $2, $3, $4, $5, $6, $7)"),
             Op::Cancel => format!("SELECT {s}.cancel($1, $2)"),
-            Op::Release => format!("SELECT {s}.release($1, $2)"),
             Op::Renew => format!("SELECT {s}.renew($1, $2, $3)"),
             Op::IsHeld => format!("SELECT {s}.is_held($1, $2)"),
             Op::Holder => format!("SELECT * FROM {s}.holder($1)"),
@@ -60,6 +63,26 @@ impl Op {
     /// lease had not been live.
     fn retryable(self) -> bool {
         !matches!(self, Op::Release | Op::ForceRelease)
+    }
+
+    /// Every operation, in discriminant order.
+    fn all() -> impl Iterator<Item = Op> {
+        [
+            Op::TryLock,
+            Op::Acquire,
+            Op::Cancel,
+            Op::Release,
+            Op::Renew,
+            Op::IsHeld,
+            Op::Holder,
+            Op::Snapshot,
+            Op::ForceRelease,
+            Op::Now,
+            Op::Sweep,
+            #[cfg(feature = "test-clock")]
+            Op::AdvanceClock,
+        ]
+        .into_iter()
     }
 }
 
@@ -167,7 +190,7 @@ impl Pool {
             config.application_name("alkstore-pg");
         }
         config.connect_timeout(io_timeout);
-        let sql = ALL_OPS.iter().map(|op| op.sql(&schema.ident)).collect();
+        let sql = Op::all().map(|op| op.sql(schema)).collect();
         Pool {
             config,
             idle: Mutex::new(Vec::new()),
@@ -293,31 +316,3 @@ impl Pool {
         }
     }
 }
-
-#[cfg(not(feature = "test-clock"))]
-const ALL_OPS: [Op; Op::COUNT - 1] = [
-    Op::TryLock,
-    Op::Acquire,
-    Op::Cancel,
-    Op::Release,
-    Op::Renew,
-    Op::IsHeld,
-    Op::Holder,
-    Op::Snapshot,
-    Op::ForceRelease,
-    Op::Now,
-];
-#[cfg(feature = "test-clock")]
-const ALL_OPS: [Op; Op::COUNT] = [
-    Op::TryLock,
-    Op::Acquire,
-    Op::Cancel,
-    Op::Release,
-    Op::Renew,
-    Op::IsHeld,
-    Op::Holder,
-    Op::Snapshot,
-    Op::ForceRelease,
-    Op::Now,
-    Op::AdvanceClock,
-];

@@ -45,6 +45,15 @@ const FUNCTIONS: &[&str] = &[
 #[cfg(feature = "test-clock")]
 const TEST_CLOCK: &str = include_str!("sql/test_clock.sql");
 
+/// The client-side statements of `fast.sql`, each after its `-- @name@` line.
+const FAST: &str = include_str!("sql/fast.sql");
+
+/// The lease clock as one SQL expression, for the fast statements.
+#[cfg(not(feature = "test-clock"))]
+const NOW_EXPR: &str = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+#[cfg(feature = "test-clock")]
+const NOW_EXPR: &str = "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint + (SELECT offset_us FROM @s@.test_clock))";
+
 /// Two keys for `pg_advisory_xact_lock(int, int)`: this constant ("alks") and the hash of
 /// the schema's name, so that migrations of one schema wait for each other only.
 const MIGRATION_LOCK: i32 = 0x616c_6b73;
@@ -71,10 +80,28 @@ impl Schema {
         }
     }
 
+    /// The fast statement `name` of `fast.sql` (`try_lock_fast`, `release_fast`, `sweep`),
+    /// rendered for this schema.
+    pub(crate) fn fast(&self, name: &str) -> String {
+        let marker = format!("-- @{name}@");
+        let body: String = FAST
+            .split_once(&marker)
+            .map(|(_, rest)| rest)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .skip_while(|line| line.starts_with("--"))
+            .take_while(|line| !line.starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.render(&body)
+    }
+
     /// `sql` with this schema's placeholders filled in.
     pub(crate) fn render(&self, sql: &str) -> String {
         let clock = format!("{RAW_NOW}\n  {LEASE_NOW}");
         sql.replace("@clock@", &clock)
+            .replace("@now_expr@", NOW_EXPR)
             .replace("@tokens@", &format!("{}.tokens", self.ident))
             .replace("@arrivals@", &format!("{}.arrivals", self.ident))
             .replace("@chan@", &self.channel)
@@ -167,6 +194,11 @@ mod tests {
         let mut all = schema.render(TABLES);
         for f in FUNCTIONS {
             all.push_str(&schema.render(f));
+        }
+        for fast in ["try_lock_fast", "release_fast", "sweep"] {
+            let sql = schema.fast(fast);
+            assert!(sql.len() > 100 && !sql.contains("--"), "{fast}: {sql}");
+            all.push_str(&sql);
         }
         assert!(!all.contains('@'), "a placeholder is left");
         assert!(all.contains("\"My-Schema\".leases"));

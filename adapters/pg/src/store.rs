@@ -247,14 +247,14 @@ impl PgLocks {
             ))
         })??;
         let wake = Arc::new(Wake::new(pool.config().clone(), schema.channel.clone(), io));
-        Ok(PgLocks {
-            inner: Arc::new(Inner {
-                pool,
-                config,
-                schema,
-                wake,
-            }),
-        })
+        let inner = Arc::new(Inner {
+            pool,
+            config,
+            schema,
+            wake,
+        });
+        spawn_sweeper(Arc::downgrade(&inner));
+        Ok(PgLocks { inner })
     }
 
     /// The configuration this store runs with.
@@ -453,6 +453,21 @@ impl PgLocks {
         self.call(Op::AdvanceClock, &[&micros(by)]).await?;
         Ok(())
     }
+}
+
+/// How often a store deletes rows of names nobody used for a minute (`sweep` in `fast.sql`).
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// Runs the sweep every [`SWEEP_EVERY`] while the store lives (best effort: a failed sweep
+/// waits for the next turn).
+fn spawn_sweeper(inner: std::sync::Weak<Inner>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(SWEEP_EVERY).await;
+            let Some(inner) = inner.upgrade() else { return };
+            let _ = inner.pool.call(Op::Sweep, &[]).await;
+        }
+    });
 }
 
 impl fmt::Debug for PgLocks {

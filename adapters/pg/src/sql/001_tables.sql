@@ -26,6 +26,11 @@ CREATE SEQUENCE @s@.arrivals AS bigint MINVALUE 1 NO CYCLE;
 -- lease went to (a try_lock's request id or a waiter's id), so that a retried call finds its
 -- own grant. claimed false: handed to waiter req, which has not picked it up yet. seen: the
 -- latest lease time any write on this name acted at; lease time on a name never goes below it.
+-- waiting: true whenever waiters may be queued for the name (set in the transaction that
+-- queues one, under this row's lock; recomputed at grants and pick-ups), so that the
+-- single-statement fast paths of try_lock and release, which need no waiter, check a column
+-- of the row they lock instead of the queue. A free row (owner NULL) is kept after a release,
+-- so that the next grant of the name is one UPDATE; sweep() deletes free rows after a while.
 CREATE TABLE @s@.leases (
   name text COLLATE "C" PRIMARY KEY,
   owner text,
@@ -34,7 +39,8 @@ CREATE TABLE @s@.leases (
   ttl bigint NOT NULL DEFAULT 0,
   req text,
   claimed boolean NOT NULL DEFAULT true,
-  seen bigint NOT NULL DEFAULT 0
+  seen bigint NOT NULL DEFAULT 0,
+  waiting boolean NOT NULL DEFAULT false
 );
 
 -- Queued acquire calls. wd: the wait deadline on lease time (0: none); hb: when the entry

@@ -49,7 +49,7 @@ BEGIN
     IF r.owner IS NOT NULL AND r.req = p_id AND r.token = w.granted AND v_now < r.deadline THEN
       -- Handed over and still live: picked up (from now on it is held, never taken back).
       DELETE FROM @s@.waiters WHERE id = p_id;
-      UPDATE @s@.leases SET claimed = true WHERE name = p_name;
+      PERFORM @s@._claim(p_name);
       RETURN ARRAY[1, r.token, r.deadline, v_now];
     END IF;
     -- The hand-off lapsed (or was force-released) before this waiter came for it, and the
@@ -61,6 +61,7 @@ BEGIN
                                 WHERE name = p_name AND granted IS NULL),
                               nextval('@arrivals@'))
      WHERE id = p_id;
+    UPDATE @s@.leases SET waiting = true WHERE name = p_name;
   END IF;
 
   IF v_queued THEN
@@ -76,7 +77,7 @@ BEGIN
     cur := @s@._settle(p_name, r, v_now, v_raw);
     IF cur.name IS NOT NULL AND cur.req = p_id THEN
       DELETE FROM @s@.waiters WHERE id = p_id;
-      UPDATE @s@.leases SET claimed = true WHERE name = p_name;
+      PERFORM @s@._claim(p_name);
       RETURN ARRAY[1, cur.token, cur.deadline, v_now];
     END IF;
   ELSE
@@ -84,7 +85,7 @@ BEGIN
     cur := @s@._settle(p_name, r, v_now, v_raw);
     IF cur.name IS NOT NULL AND cur.req = p_id THEN
       -- This acquire's own lease: a step run again after its reply was lost finds it.
-      UPDATE @s@.leases SET claimed = true WHERE name = p_name;
+      PERFORM @s@._claim(p_name);
       RETURN ARRAY[1, cur.token, cur.deadline, v_now];
     END IF;
     IF cur.name IS NULL THEN
@@ -96,6 +97,7 @@ BEGIN
     END IF;
     INSERT INTO @s@.waiters (id, name, arrival, owner, ttl, wd, hb)
       VALUES (p_id, p_name, nextval('@arrivals@'), p_owner, p_ttl, v_wd, v_raw + p_hb);
+    UPDATE @s@.leases SET waiting = true WHERE name = p_name;
   END IF;
   IF cur.name IS NULL THEN
     -- Free with this waiter queued cannot stay so: settle handed it on (to this waiter, or

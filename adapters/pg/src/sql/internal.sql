@@ -39,7 +39,8 @@ DECLARE
 BEGIN
   UPDATE @s@.leases
      SET owner = p_owner, token = nextval('@tokens@'), deadline = p_now + p_ttl, ttl = p_ttl,
-         req = p_req, claimed = p_claimed, seen = greatest(seen, p_now)
+         req = p_req, claimed = p_claimed, seen = greatest(seen, p_now),
+         waiting = EXISTS (SELECT 1 FROM @s@.waiters w WHERE w.name = p_name AND w.granted IS NULL)
    WHERE name = p_name
   RETURNING * INTO r;
   RETURN r;
@@ -118,5 +119,17 @@ BEGIN
     END IF;
   END IF;
   RETURN cur;
+END
+$fn$;
+
+-- The waiter that was handed the (locked) lease of p_name picks it up: from now on it is
+-- held like any grant; `waiting` is brought up to date.
+CREATE FUNCTION @s@._claim(p_name text) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  UPDATE @s@.leases
+     SET claimed = true,
+         waiting = EXISTS (SELECT 1 FROM @s@.waiters w WHERE w.name = p_name AND w.granted IS NULL)
+   WHERE name = p_name;
 END
 $fn$;

@@ -19,6 +19,12 @@ BEGIN
     IF v_now < r.deadline THEN
       v_live := 1;
     END IF;
+    -- The common case, inline: nobody waits (waiters queue only under this row's lock, and
+    -- this statement sees every one committed before the lock was taken), so the row goes.
+    IF NOT EXISTS (SELECT 1 FROM @s@.waiters WHERE name = p_name) THEN
+      DELETE FROM @s@.leases WHERE name = p_name;
+      RETURN v_live;
+    END IF;
     cur := @s@._hand_off(p_name, v_now, v_raw);
   ELSE
     cur := @s@._settle(p_name, r, v_now, v_raw);

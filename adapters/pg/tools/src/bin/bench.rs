@@ -59,7 +59,9 @@ impl Row {
             .await
             .unwrap();
         let give = client
-            .prepare(&format!("DELETE FROM {table} WHERE name = $1 AND owner = $2"))
+            .prepare(&format!(
+                "DELETE FROM {table} WHERE name = $1 AND owner = $2"
+            ))
             .await
             .unwrap();
         Row { client, take, give }
@@ -67,9 +69,19 @@ impl Row {
 
     async fn cycle(&self, name: &str, owner: &str) {
         let secs = TTL.as_secs_f64();
-        let got = self.client.query_opt(&self.take, &[&name, &owner, &secs]).await.unwrap();
+        let got = self
+            .client
+            .query_opt(&self.take, &[&name, &owner, &secs])
+            .await
+            .unwrap();
         assert!(got.is_some());
-        assert_eq!(self.client.execute(&self.give, &[&name, &owner]).await.unwrap(), 1);
+        assert_eq!(
+            self.client
+                .execute(&self.give, &[&name, &owner])
+                .await
+                .unwrap(),
+            1
+        );
     }
 }
 
@@ -109,8 +121,14 @@ async fn main() {
 
     let row = Row::new(&url, &table).await;
     let advisory = client(&url).await;
-    let try_adv = advisory.prepare("SELECT pg_try_advisory_lock($1)").await.unwrap();
-    let unlock_adv = advisory.prepare("SELECT pg_advisory_unlock($1)").await.unwrap();
+    let try_adv = advisory
+        .prepare("SELECT pg_try_advisory_lock($1)")
+        .await
+        .unwrap();
+    let unlock_adv = advisory
+        .prepare("SELECT pg_advisory_unlock($1)")
+        .await
+        .unwrap();
     let key = 4242i64;
 
     // Warm up all three (plans, caches, connections).
@@ -148,9 +166,12 @@ async fn main() {
     let ratio = ours_us / row_us;
 
     // Throughput: 16 tasks on a pool of 4.
-    let pooled = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema).with_pool_size(POOL))
-        .await
-        .unwrap();
+    let pooled = PgLocks::connect_with(
+        &url,
+        PgConfig::new().with_schema(&schema).with_pool_size(POOL),
+    )
+    .await
+    .unwrap();
     let start = Instant::now();
     let tasks: Vec<_> = (0..TASKS)
         .map(|t| {
@@ -199,7 +220,9 @@ async fn main() {
         .await
         .unwrap();
 
-    println!("## alkstore-pg bench (one throwaway cluster on localhost, {ROUNDS} alternating rounds of {PER_ROUND}, medians)");
+    println!(
+        "## alkstore-pg bench (one throwaway cluster on localhost, {ROUNDS} alternating rounds of {PER_ROUND}, medians)"
+    );
     println!();
     println!("| what | alkstore-pg | baseline | ours / baseline |");
     println!("|---|---|---|---|");
@@ -216,5 +239,7 @@ async fn main() {
     );
     println!();
     let verdict = if ratio <= 1.2 { "within" } else { "OVER" };
-    println!("round-trip ratio against the hand-rolled lease row {ratio:.3}x: {verdict} the 1.2x target");
+    println!(
+        "round-trip ratio against the hand-rolled lease row {ratio:.3}x: {verdict} the 1.2x target"
+    );
 }

@@ -39,7 +39,11 @@ async fn fenced_write(client: &mut tokio_postgres::Client, schema: &str, lock: &
     let tx = client.transaction().await.unwrap();
     if let Err(e) = lock.fence(&tx).await {
         assert!(is_fence_error(&e), "{e:?}");
-        println!("{} refused-by {}", lock.owner(), e.as_db_error().unwrap().message());
+        println!(
+            "{} refused-by {}",
+            lock.owner(),
+            e.as_db_error().unwrap().message()
+        );
         return false; // the transaction rolls back when dropped: nothing commits
     }
     let token = i64::try_from(lock.token()).unwrap();
@@ -84,14 +88,26 @@ async fn worker(who: &str, schema: &str) {
     if who == "a" {
         tokio::time::sleep(LEASE * 8 / 5).await; // stalls past its lease
         let written = fenced_write(&mut db, schema, &lock).await;
-        println!("{who} {} {token}", if written { "wrote" } else { "refused" });
+        println!(
+            "{who} {} {token}",
+            if written { "wrote" } else { "refused" }
+        );
         let renewed = lock.renew(LEASE).await;
-        assert!(matches!(renewed, Err(LockError::Expired { .. })), "{renewed:?}");
+        assert!(
+            matches!(renewed, Err(LockError::Expired { .. })),
+            "{renewed:?}"
+        );
         println!("{who} expired {token}");
-        assert!(!lock.release().await.unwrap(), "a lapsed lease releases as false");
+        assert!(
+            !lock.release().await.unwrap(),
+            "a lapsed lease releases as false"
+        );
     } else {
         let written = fenced_write(&mut db, schema, &lock).await;
-        println!("{who} {} {token}", if written { "wrote" } else { "refused" });
+        println!(
+            "{who} {} {token}",
+            if written { "wrote" } else { "refused" }
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert!(lock.release().await.unwrap());
     }
@@ -145,7 +161,10 @@ async fn coordinate() {
     let (mut b, mut b_out) = spawn("b", &schema);
     tokio::time::sleep(Duration::from_millis(300)).await; // b queues first, then c
     let (mut c, mut c_out) = spawn("c", &schema);
-    println!("  worker-a stalls for {:?}, past its lease; b and c wait in line", LEASE * 8 / 5);
+    println!(
+        "  worker-a stalls for {:?}, past its lease; b and c wait in line",
+        LEASE * 8 / 5
+    );
     let b_token = expect(&mut b_out, "b", "holds");
     expect(&mut b_out, "b", "wrote");
     let c_token = expect(&mut c_out, "c", "holds");
@@ -155,15 +174,28 @@ async fn coordinate() {
     for (who, child) in [("a", &mut a), ("b", &mut b), ("c", &mut c)] {
         assert!(child.wait().unwrap().success(), "worker-{who} failed");
     }
-    assert!(a_token < b_token && b_token < c_token, "{a_token} < {b_token} < {c_token}");
+    assert!(
+        a_token < b_token && b_token < c_token,
+        "{a_token} < {b_token} < {c_token}"
+    );
     let rows = db
-        .query(&format!("SELECT paid_by, token FROM \"{schema}\".invoices"), &[])
+        .query(
+            &format!("SELECT paid_by, token FROM \"{schema}\".invoices"),
+            &[],
+        )
         .await
         .unwrap();
     assert_eq!(rows.len(), 1);
     let (paid_by, token): (String, i64) = (rows[0].get(0), rows[0].get(1));
-    assert_eq!((paid_by.as_str(), token), ("worker-c", i64::try_from(c_token).unwrap()));
-    println!("the table holds worker-c's write (token {token}); the database refused worker-a's stale write");
-    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE")).await.unwrap();
+    assert_eq!(
+        (paid_by.as_str(), token),
+        ("worker-c", i64::try_from(c_token).unwrap())
+    );
+    println!(
+        "the table holds worker-c's write (token {token}); the database refused worker-a's stale write"
+    );
+    db.batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .unwrap();
     println!("demo-pg: OK");
 }
