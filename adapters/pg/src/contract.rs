@@ -5,11 +5,11 @@ use core::future::Future;
 use core::time::Duration;
 
 use alkstore_mem::{
-    AcquireFuture, LeaseInfo, LockError, LockHandle, LockStore, MaybeSend, Timestamp,
+    AcquireFuture, LeaseInfo, LockError, LockHandle, LockStore, MaybeSend, Snapshot, Timestamp,
 };
 
 use crate::acquire::PgAcquire;
-use crate::lock::PgLock;
+use crate::lock::{PgKeepAlive, PgLapsed, PgLock};
 use crate::store::PgLocks;
 
 impl LockStore for PgLocks {
@@ -35,6 +35,17 @@ impl LockStore for PgLocks {
     ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
         PgLocks::holder(self, name)
     }
+
+    fn snapshot(&self) -> impl Future<Output = Result<Snapshot, LockError>> + MaybeSend {
+        PgLocks::snapshot(self)
+    }
+
+    fn force_release(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
+        PgLocks::force_release(self, name)
+    }
 }
 
 impl AcquireFuture<PgLock> for PgAcquire {
@@ -44,6 +55,9 @@ impl AcquireFuture<PgLock> for PgAcquire {
 }
 
 impl LockHandle for PgLock {
+    type KeepAlive<'a> = PgKeepAlive<'a>;
+    type Lapsed<'a> = PgLapsed<'a>;
+
     fn name(&self) -> &str {
         PgLock::name(self)
     }
@@ -84,14 +98,11 @@ impl LockHandle for PgLock {
         PgLock::detach(self);
     }
 
-    fn keep_alive(&mut self, every: Duration) -> impl Future<Output = LockError> + MaybeSend {
+    fn keep_alive(&self, every: Duration) -> PgKeepAlive<'_> {
         PgLock::keep_alive(self, every)
     }
 
-    fn lapsed(&self) -> impl Future<Output = ()> + MaybeSend {
-        let lapsed = PgLock::lapsed(self);
-        async move {
-            lapsed.await;
-        }
+    fn lapsed(&self) -> PgLapsed<'_> {
+        PgLock::lapsed(self)
     }
 }

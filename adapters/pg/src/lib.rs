@@ -89,7 +89,6 @@ mod store;
 mod wake;
 
 pub use acquire::PgAcquire;
-pub use compat::BoxedFuture;
 pub use config::PgConfig;
 pub use lock::{PgKeepAlive, PgLapsed, PgLock};
 pub use store::PgLocks;

@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use alkstore_mem::{LeaseInfo, LockError, Timestamp};
 use tokio_postgres::GenericClient;
 
-use crate::compat::{BoxedFuture, expired, keep_alive_interval, too_short_to_keep_alive, zero_ttl};
+use alkstore_mem::BoxedFuture;
+use alkstore_mem::contract::keep_alive_interval;
+
+use crate::compat::{expired, too_short_to_keep_alive, zero_ttl};
 use crate::pool::Op;
 use crate::store::{Anchor, PgLocks, field, from_us, micros, numbers};
 
@@ -259,7 +262,7 @@ impl PgLock {
     /// # }
     /// ```
     pub fn keep_alive(&self, every: Duration) -> PgKeepAlive<'_> {
-        Box::pin(self.keep_alive_inner(every))
+        BoxedFuture::new(self.keep_alive_inner(every))
     }
 
     async fn keep_alive_inner(&self, every: Duration) -> LockError {
@@ -325,7 +328,7 @@ impl PgLock {
     /// # }
     /// ```
     pub fn lapsed(&self) -> PgLapsed<'_> {
-        Box::pin(self.lapsed_inner())
+        BoxedFuture::new(self.lapsed_inner())
     }
 
     async fn lapsed_inner(&self) -> LockError {

@@ -2,11 +2,12 @@
 //! broken ones dropped, each with its prepared statements; every call bounded by the
 //! `io_timeout` (waiting for a connection and connecting included).
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use alkstore_mem::LockError;
-use tokio::sync::Semaphore;
+use tokio::sync::OnceCell;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
@@ -153,19 +154,56 @@ pub(crate) fn redacted(config: &tokio_postgres::Config) -> String {
     )
 }
 
-/// One pooled connection and its statements, prepared on first use.
+/// One connection and its statements (prepared on first use, or all at once by `warm`);
+/// shared by concurrent calls, which `tokio-postgres` pipelines on it.
 struct Conn {
     client: Client,
-    statements: [Option<Statement>; Op::COUNT],
+    statements: [OnceCell<Statement>; Op::COUNT],
+    in_flight: AtomicUsize,
 }
 
-/// The pool.
+impl Conn {
+    fn new(client: Client) -> Arc<Conn> {
+        Arc::new(Conn {
+            client,
+            statements: Default::default(),
+            in_flight: AtomicUsize::new(0),
+        })
+    }
+}
+
+/// How many calls the first open connection carries at once before others are used. Calls
+/// on one connection run on the server in the order they were sent, so a call made after
+/// another one was sent is answered after it (as on Redis's one multiplexed connection),
+/// unless the first connection is this busy.
+const LEAD_DEPTH: usize = 4;
+
+/// The pool: `size` connection slots, filled on demand (or by `warm`), each connection
+/// shared by concurrent calls. Calls go to the first connection while it carries fewer than
+/// [`LEAD_DEPTH`]; beyond that, to the least busy one (opening more, up to `size`).
 pub(crate) struct Pool {
     config: tokio_postgres::Config,
-    idle: Mutex<Vec<Conn>>,
-    permits: Semaphore,
+    slots: Mutex<Vec<Option<Arc<Conn>>>>,
     io_timeout: Duration,
     sql: Vec<String>,
+}
+
+/// Marks a call in flight on a connection; if the call is dropped before it ends (its
+/// `io_timeout` ran out), the connection is taken out of its slot, so that the next call
+/// opens a fresh one instead of queueing behind a connection that may be hung.
+struct InFlight<'a> {
+    pool: &'a Pool,
+    conn: Arc<Conn>,
+    done: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.conn.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if !self.done {
+            self.pool.evict(&self.conn);
+        }
+    }
 }
 
 impl Pool {
@@ -193,8 +231,7 @@ impl Pool {
         let sql = Op::all().map(|op| op.sql(schema)).collect();
         Pool {
             config,
-            idle: Mutex::new(Vec::new()),
-            permits: Semaphore::new(size),
+            slots: Mutex::new(vec![None; size.max(1)]),
             io_timeout,
             sql,
         }
@@ -221,6 +258,98 @@ impl Pool {
         Ok(client)
     }
 
+    /// Fills every slot now, each connection with every statement prepared, `first` (the
+    /// connection that checked the schema) in the first slot, so that the first calls of a
+    /// new store pay no connection or preparation round trips. Best effort: a slot whose
+    /// connection fails is filled later, on demand.
+    pub(crate) async fn warm(&self, first: Client) {
+        let size = self.lock().len();
+        let opening: Vec<_> = (1..size)
+            .map(|_| {
+                let (config, sql) = (self.config.clone(), self.sql.clone());
+                tokio::spawn(async move {
+                    let (client, connection) = config.connect(NoTls).await.ok()?;
+                    tokio::spawn(async move {
+                        let _ = connection.await;
+                    });
+                    let conn = Conn::new(client);
+                    prepare_all(&conn, &sql).await.then_some(conn)
+                })
+            })
+            .collect();
+        let first = Conn::new(first);
+        if prepare_all(&first, &self.sql).await {
+            self.lock()[0] = Some(first);
+        }
+        for (i, task) in opening.into_iter().enumerate() {
+            if let Ok(Some(conn)) = task.await {
+                let mut slots = self.lock();
+                if slots[i + 1].is_none() {
+                    slots[i + 1] = Some(conn);
+                }
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Option<Arc<Conn>>>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes `conn` out of its slot (if it is still there).
+    fn evict(&self, conn: &Arc<Conn>) {
+        for slot in self.lock().iter_mut() {
+            if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+                *slot = None;
+            }
+        }
+    }
+
+    /// The connection for the next call: the first open one while it carries fewer than
+    /// [`LEAD_DEPTH`] calls; else an empty slot's new connection; else the least busy.
+    async fn pick(&self) -> Result<Arc<Conn>, LockError> {
+        let empty = {
+            let mut slots = self.lock();
+            let mut best: Option<Arc<Conn>> = None;
+            let mut empty = None;
+            for (i, slot) in slots.iter_mut().enumerate() {
+                if slot.as_ref().is_some_and(|c| c.client.is_closed()) {
+                    *slot = None;
+                }
+                match slot {
+                    None => {
+                        if empty.is_none() {
+                            empty = Some(i);
+                        }
+                    }
+                    Some(conn) => {
+                        let load = conn.in_flight.load(Ordering::Relaxed);
+                        if best.is_none() && load < LEAD_DEPTH {
+                            return Ok(Arc::clone(conn));
+                        }
+                        if best
+                            .as_ref()
+                            .is_none_or(|b| load < b.in_flight.load(Ordering::Relaxed))
+                        {
+                            best = Some(Arc::clone(conn));
+                        }
+                    }
+                }
+            }
+            match (empty, best) {
+                (None, Some(best)) => return Ok(best),
+                (empty, _) => empty,
+            }
+        };
+        let conn = Conn::new(self.connect().await?);
+        let mut slots = self.lock();
+        match empty.and_then(|i| slots.get_mut(i)) {
+            Some(slot @ None) => *slot = Some(Arc::clone(&conn)),
+            // Another call filled it meanwhile: this connection serves this call only.
+            _ => {}
+        }
+        Ok(conn)
+    }
+
     /// Runs `op` with `params` and returns its rows, within the `io_timeout`.
     pub(crate) async fn call(
         &self,
@@ -237,41 +366,32 @@ impl Pool {
     }
 
     async fn call_untimed(&self, op: Op, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Fail> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| Fail::Down(unavailable("the connection pool is closed")))?;
+        let mut retried = false;
         loop {
-            let (mut conn, reused) = match self.take_idle() {
-                Some(conn) => (conn, true),
-                None => (
-                    Conn {
-                        client: self.connect().await.map_err(Fail::Down)?,
-                        statements: Default::default(),
-                    },
-                    false,
-                ),
+            let conn = self.pick().await.map_err(Fail::Down)?;
+            conn.in_flight.fetch_add(1, Ordering::Relaxed);
+            let mut flight = InFlight {
+                pool: self,
+                conn,
+                done: false,
             };
-            match self.run(&mut conn, op, params).await {
-                Ok(rows) => {
-                    self.put_idle(conn);
-                    return Ok(rows);
-                }
+            let result = self.run(&flight.conn, op, params).await;
+            flight.done = true;
+            match result {
+                Ok(rows) => return Ok(rows),
                 Err(e) => {
-                    let closed = conn.client.is_closed() || e.is_closed();
                     if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
-                        self.put_idle(conn);
                         return Err(Fail::Locked);
                     }
-                    // A connection found dead on first use after a rest (the server
-                    // restarted, or terminated it) is replaced, and the call tried once
-                    // more, if running it twice is safe.
-                    if closed && reused && op.retryable() {
-                        continue;
+                    let closed = flight.conn.client.is_closed() || e.is_closed();
+                    if closed {
+                        self.evict(&flight.conn);
                     }
-                    if !closed && e.as_db_error().is_some() {
-                        self.put_idle(conn);
+                    // A connection found dead (the server restarted, or terminated it) is
+                    // replaced, and the call tried once more, if running it twice is safe.
+                    if closed && !retried && op.retryable() {
+                        retried = true;
+                        continue;
                     }
                     return Err(Fail::Down(unavailable(describe(&e))));
                 }
@@ -281,38 +401,24 @@ impl Pool {
 
     async fn run(
         &self,
-        conn: &mut Conn,
+        conn: &Conn,
         op: Op,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, tokio_postgres::Error> {
-        let slot = &mut conn.statements[op.index()];
-        let statement = match slot {
-            Some(statement) => statement.clone(),
-            None => {
-                let statement = conn.client.prepare(&self.sql[op.index()]).await?;
-                *slot = Some(statement.clone());
-                statement
-            }
-        };
-        conn.client.query(&statement, params).await
+        let statement = conn.statements[op.index()]
+            .get_or_try_init(|| conn.client.prepare(&self.sql[op.index()]))
+            .await?;
+        conn.client.query(statement, params).await
     }
+}
 
-    fn take_idle(&self) -> Option<Conn> {
-        let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        while let Some(conn) = idle.pop() {
-            if !conn.client.is_closed() {
-                return Some(conn);
-            }
-        }
-        None
-    }
-
-    fn put_idle(&self, conn: Conn) {
-        if !conn.client.is_closed() {
-            self.idle
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(conn);
+/// Prepares every statement of `sql` on `conn`: false if one failed.
+async fn prepare_all(conn: &Conn, sql: &[String]) -> bool {
+    for (slot, text) in conn.statements.iter().zip(sql) {
+        let prepared = slot.get_or_try_init(|| conn.client.prepare(text)).await;
+        if prepared.is_err() {
+            return false;
         }
     }
+    true
 }

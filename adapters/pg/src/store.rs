@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore_mem::validate::{check_name, check_request};
-use alkstore_mem::{LeaseInfo, LockError, Timestamp};
+use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp, Waiting};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -237,7 +237,11 @@ impl PgLocks {
             let mut client = pool.connect().await?;
             crate::sql::migrate(&mut client, &schema)
                 .await
-                .map_err(|why| unavailable(format!("installing schema {:?}: {why}", schema.name)))
+                .map_err(|why| {
+                    unavailable(format!("installing schema {:?}: {why}", schema.name))
+                })?;
+            pool.warm(client).await;
+            Ok::<(), LockError>(())
         };
         tokio::time::timeout(io, migrate).await.map_err(|_| {
             unavailable(format!(
@@ -430,6 +434,51 @@ impl PgLocks {
         }
         let rows = self.call(Op::ForceRelease, &[&name]).await?;
         Ok(lease_row(name, &rows)?.0)
+    }
+
+    /// What the schema holds now: every live lease (sorted by name) and every queued waiter
+    /// (by name, then in the order they will be served), in one round trip that takes no
+    /// lock. Waiters whose heartbeat or wait has lapsed (a crashed process) are left out.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_pg::PgLocks) -> Result<(), alkstore_mem::LockError> {
+    /// let snapshot = locks.snapshot().await?;
+    /// for lease in &snapshot.held {
+    ///     println!("{} held by {} (token {})", lease.name(), lease.owner(), lease.token());
+    /// }
+    /// for waiter in &snapshot.waiting {
+    ///     println!("{} waits for {}", waiter.owner, waiter.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn snapshot(&self) -> Result<Snapshot, LockError> {
+        let rows = self.call(Op::Snapshot, &[]).await?;
+        let bad = || unavailable("unexpected reply from a lock function");
+        let mut snapshot = Snapshot::default();
+        for row in &rows {
+            let kind: i32 = row.try_get(0).map_err(|_| bad())?;
+            let name: String = row.try_get(1).map_err(|_| bad())?;
+            let owner: String = row.try_get(2).map_err(|_| bad())?;
+            let owner = owner_from_sql(&owner);
+            if kind == 0 {
+                let token: i64 = row.try_get(3).map_err(|_| bad())?;
+                let deadline: i64 = row.try_get(4).map_err(|_| bad())?;
+                snapshot.held.push(LeaseInfo::new(
+                    &name,
+                    &owner,
+                    u64::try_from(token).unwrap_or(0),
+                    from_us(deadline),
+                ));
+            } else {
+                snapshot.waiting.push(Waiting::new(&name, &owner));
+            }
+        }
+        Ok(snapshot)
     }
 
     /// The server's lease clock now (for waits that must follow a moved test clock).

@@ -540,3 +540,27 @@ fn stores_are_clone_debug_send_sync() {
     fn send_only<T: Send + 'static>() {}
     send_only::<alkstore_pg::PgAcquire>();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_follows_a_moved_test_clock_at_once() {
+    let locks = store().await;
+    let lock = locks.try_lock("moved", "a", TTL).await.unwrap().unwrap();
+    let first = lock.deadline();
+    let work = async {
+        // Let keep_alive start listening, then move the clock past its first renewal.
+        tokio::time::sleep(ms(300)).await;
+        locks.advance_test_clock(ms(20_000)).await.unwrap();
+        for _ in 0..50 {
+            if lock.deadline() > first {
+                return lock.deadline();
+            }
+            tokio::time::sleep(ms(20)).await;
+        }
+        panic!("not renewed within a second of the moved clock");
+    };
+    let renewed = tokio::select! {
+        lost = lock.keep_alive(ms(10_000)) => panic!("lost: {lost}"),
+        deadline = work => deadline,
+    };
+    assert!(renewed >= first.saturating_add(ms(20_000)));
+}

@@ -5,13 +5,17 @@
 -- row as the other transaction left it, and computes the token then: after the lock.
 --
 -- @try_lock_fast@: a free row (or a lapsed lease its holder had picked up), nobody waiting.
+-- The row is locked FOR UPDATE first (a plain UPDATE would take FOR NO KEY UPDATE, which a
+-- transaction holding fence() with FOR KEY SHARE does not block): every grant waits for a
+-- fenced transaction to end, up to the lock wait (then SQLSTATE 55P03: busy).
 WITH c AS (SELECT @now_expr@ AS n),
+k AS (SELECT name FROM @s@.leases WHERE name = $1 FOR UPDATE),
 up AS (
   UPDATE @s@.leases l
      SET owner = $2, token = nextval('@tokens@'), deadline = greatest(l.seen, c.n) + $3,
          ttl = $3, req = $4, claimed = true, seen = greatest(l.seen, c.n)
-    FROM c
-   WHERE l.name = $1 AND NOT l.waiting
+    FROM c, k
+   WHERE l.name = k.name AND NOT l.waiting
      AND (l.owner IS NULL OR (l.claimed AND greatest(l.seen, c.n) >= l.deadline))
   RETURNING ARRAY[1, l.token, l.deadline, l.seen] AS reply)
 SELECT coalesce((SELECT reply FROM up), @s@.try_lock($1, $2, $3, $4))
