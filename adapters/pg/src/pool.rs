@@ -342,10 +342,9 @@ impl Pool {
         };
         let conn = Conn::new(self.connect().await?);
         let mut slots = self.lock();
-        match empty.and_then(|i| slots.get_mut(i)) {
-            Some(slot @ None) => *slot = Some(Arc::clone(&conn)),
-            // Another call filled it meanwhile: this connection serves this call only.
-            _ => {}
+        // If another call filled the slot meanwhile, this connection serves this call only.
+        if let Some(slot @ None) = empty.and_then(|i| slots.get_mut(i)) {
+            *slot = Some(Arc::clone(&conn));
         }
         Ok(conn)
     }
