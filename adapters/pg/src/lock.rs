@@ -288,9 +288,15 @@ impl PgLock {
             tokio::select! {
                 () = tokio::time::sleep(anchor.until(due).min(left)) => {}
                 () = wake.notified() => {
-                    // Woken early (a moved test clock, or a re-LISTEN): renew only if due.
-                    match tokio::time::timeout(left, self.store.server_now()).await {
-                        Ok(Ok(now)) => {
+                    // Woken early (a moved test clock, a force-release, a re-LISTEN): check
+                    // the lease now, and renew only if due.
+                    let sent = Instant::now();
+                    match tokio::time::timeout(left, self.is_held_reply()).await {
+                        Ok(Ok((held, _, now))) => {
+                            let now = Anchor::new(now, sent);
+                            if !held {
+                                return self.expired_at(now.server);
+                            }
                             self.set_anchor(now);
                             if now.server < due {
                                 continue;

@@ -26,14 +26,13 @@ pub(crate) enum Op {
     Holder,
     Snapshot,
     ForceRelease,
-    Now,
     Sweep,
     #[cfg(feature = "test-clock")]
     AdvanceClock,
 }
 
 impl Op {
-    const COUNT: usize = 12;
+    const COUNT: usize = 11;
 
     fn index(self) -> usize {
         self as usize
@@ -53,7 +52,6 @@ impl Op {
             Op::Holder => format!("SELECT * FROM {s}.holder($1)"),
             Op::Snapshot => format!("SELECT * FROM {s}.snapshot()"),
             Op::ForceRelease => format!("SELECT * FROM {s}.force_release($1)"),
-            Op::Now => format!("SELECT {s}.server_now()"),
             #[cfg(feature = "test-clock")]
             Op::AdvanceClock => format!("SELECT {s}.advance_test_clock($1)"),
         }
@@ -78,7 +76,6 @@ impl Op {
             Op::Holder,
             Op::Snapshot,
             Op::ForceRelease,
-            Op::Now,
             Op::Sweep,
             #[cfg(feature = "test-clock")]
             Op::AdvanceClock,

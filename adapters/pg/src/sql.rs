@@ -39,7 +39,6 @@ const FUNCTIONS: &[&str] = &[
     include_str!("sql/snapshot.sql"),
     include_str!("sql/force_release.sql"),
     include_str!("sql/fence.sql"),
-    include_str!("sql/server_now.sql"),
 ];
 
 #[cfg(feature = "test-clock")]

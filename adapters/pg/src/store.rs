@@ -481,17 +481,6 @@ impl PgLocks {
         Ok(snapshot)
     }
 
-    /// The server's lease clock now (for waits that must follow a moved test clock).
-    pub(crate) async fn server_now(&self) -> Result<Anchor, LockError> {
-        let sent = Instant::now();
-        let rows = self.call(Op::Now, &[]).await?;
-        let now: i64 = rows
-            .first()
-            .and_then(|row| row.try_get(0).ok())
-            .ok_or_else(|| unavailable("unexpected reply from a lock function"))?;
-        Ok(Anchor::new(now, sent))
-    }
-
     /// Test builds only: moves this schema's lease clock forward by `by` and wakes every
     /// sleeper of every process sharing the schema, so that each re-checks at the new time.
     ///

@@ -1,6 +1,6 @@
 -- force_release(name) -> (owner, token, deadline, now) of the live lease it ended, or a NULL
 -- owner when the name had none. The name goes to the first waiter (with a larger token); the
--- old holder's renew then fails and its release answers 0.
+-- old holder's renew then fails and its release answers 0; its keep_alive and lapsed are woken.
 CREATE FUNCTION @s@.force_release(p_name text, OUT o_owner text, OUT o_token bigint,
                                   OUT o_deadline bigint, OUT o_now bigint)
 LANGUAGE plpgsql AS $fn$
@@ -27,6 +27,9 @@ BEGIN
       UPDATE @s@.waiters SET granted = NULL, gdl = NULL WHERE id = r.req;
     END IF;
     cur := @s@._hand_off(p_name, v_now, v_raw);
+    -- Every sleeper of the schema re-checks, so that the old holder's keep_alive and lapsed
+    -- find out now rather than at their next renewal or the deadline.
+    PERFORM pg_notify('@chan@', '*');
   ELSE
     cur := @s@._settle(p_name, r, v_now, v_raw);
   END IF;
