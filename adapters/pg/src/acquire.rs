@@ -36,7 +36,8 @@ use alkstore_mem::LockError;
 
 use crate::lock::PgLock;
 use crate::pool::{Fail, Op};
-use crate::store::{Anchor, PgLocks, field, from_us, micros, numbers, owner_to_sql};
+use crate::store::PgLocks;
+use crate::wire::{Anchor, field, from_us, micros, numbers, owner_to_sql};
 
 /// Waits for a lock: the future of [`PgLocks::acquire`].
 ///

@@ -82,11 +82,13 @@ mod acquire;
 mod compat;
 mod config;
 mod contract;
+mod drop;
 mod lock;
 mod pool;
 mod sql;
 mod store;
 mod wake;
+mod wire;
 
 pub use acquire::PgAcquire;
 pub use config::PgConfig;
