@@ -1,6 +1,48 @@
-//! alkstore-idb (work in progress).
+//! alkstore-mem's lock contract across every tab and worker of a browser origin: named
+//! exclusive locks with TTL leases, fencing tokens and FIFO waiting, kept in IndexedDB.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
-#![allow(dead_code)]
 
+mod acquire;
+mod config;
+mod contract;
+mod lock;
+mod store;
+mod sys;
 mod tx;
+mod util;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod host;
+#[cfg(target_arch = "wasm32")]
+mod js;
+
+use core::future::Future;
+use core::pin::Pin;
+
+pub use acquire::IdbAcquire;
+pub use alkstore_mem::{LeaseInfo, LockError};
+pub use config::IdbConfig;
+pub use lock::IdbLock;
+pub use store::IdbLocks;
+
+/// A boxed future: `Send` natively, not on wasm32 (where the browser's objects are not).
+#[cfg(not(target_arch = "wasm32"))]
+pub type BoxedFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed future: `Send` natively, not on wasm32 (where the browser's objects are not).
+#[cfg(target_arch = "wasm32")]
+pub type BoxedFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+
+/// The future of [`IdbLock::keep_alive`].
+pub type IdbKeepAlive<'a> = BoxedFuture<'a, LockError>;
+/// The future of [`IdbLock::lapsed`].
+pub type IdbLapsed<'a> = BoxedFuture<'a, LockError>;
+
+/// Shared ownership: `Rc` in the browser (single-threaded), `Arc` on the host.
+#[cfg(target_arch = "wasm32")]
+pub(crate) type Shared<T> = std::rc::Rc<T>;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) type Shared<T> = std::sync::Arc<T>;
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) use util::{codec_err, unavailable};

@@ -1,0 +1,145 @@
+//! Rows as JavaScript objects (readable in the browser's DevTools) and back. Decoding checks
+//! every field: a row this engine did not write (or an older schema's) is an error that
+//! names the field, never a panic and never a guess.
+
+use js_sys::{Array, Object, Reflect};
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::tx::row::{Lease, MAX_EXACT, Meta, Row, Ticket};
+
+fn get(obj: &JsValue, key: &str) -> JsValue {
+    Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn set(obj: &Object, key: &str, value: &JsValue) {
+    // Only fails on a frozen or exotic object; ours are plain new objects.
+    let _ = Reflect::set(obj, &JsValue::from_str(key), value);
+}
+
+fn num(n: u64) -> JsValue {
+    JsValue::from_f64(n as f64)
+}
+
+fn string(obj: &JsValue, key: &str) -> Result<String, String> {
+    get(obj, key)
+        .as_string()
+        .ok_or_else(|| format!("field {key:?} is not a string"))
+}
+
+fn number(obj: &JsValue, key: &str) -> Result<u64, String> {
+    let n = get(obj, key)
+        .as_f64()
+        .ok_or_else(|| format!("field {key:?} is not a number"))?;
+    if n.fract() != 0.0 || !(0.0..=MAX_EXACT as f64).contains(&n) {
+        return Err(format!("field {key:?} is {n}, not a whole number of µs"));
+    }
+    Ok(n as u64)
+}
+
+fn boolean(obj: &JsValue, key: &str) -> Result<bool, String> {
+    get(obj, key)
+        .as_bool()
+        .ok_or_else(|| format!("field {key:?} is not a boolean"))
+}
+
+/// A `locks` row (or `undefined`: the name has none) as a [`Row`].
+pub(crate) fn decode_row(value: &JsValue) -> Result<Row, String> {
+    if value.is_undefined() {
+        return Ok(Row::default());
+    }
+    if !value.is_object() {
+        return Err("the row is not an object".into());
+    }
+    let lease = get(value, "lease");
+    let lease = if lease.is_undefined() || lease.is_null() {
+        None
+    } else {
+        Some(Lease {
+            owner: string(&lease, "owner")?,
+            token: number(&lease, "token")?,
+            deadline: number(&lease, "deadline")?,
+            ttl: number(&lease, "ttl")?,
+            grantee: string(&lease, "grantee")?,
+            claimed: boolean(&lease, "claimed")?,
+            pickup_by: number(&lease, "pickupBy")?,
+        })
+    };
+    let queue = get(value, "queue");
+    let queue: Array = queue
+        .dyn_into()
+        .map_err(|_| "field \"queue\" is not an array".to_string())?;
+    let mut tickets = Vec::with_capacity(queue.length() as usize);
+    for t in queue.iter() {
+        tickets.push(Ticket {
+            id: string(&t, "id")?,
+            owner: string(&t, "owner")?,
+            ttl: number(&t, "ttl")?,
+            wait_until: number(&t, "waitUntil")?,
+            heartbeat_until: number(&t, "heartbeatUntil")?,
+        });
+    }
+    Ok(Row {
+        lease,
+        queue: tickets,
+    })
+}
+
+/// `row` as the `locks` row of `name`.
+pub(crate) fn encode_row(name: &str, row: &Row) -> JsValue {
+    let obj = Object::new();
+    set(&obj, "name", &JsValue::from_str(name));
+    if let Some(l) = &row.lease {
+        let lease = Object::new();
+        set(&lease, "owner", &JsValue::from_str(&l.owner));
+        set(&lease, "token", &num(l.token));
+        set(&lease, "deadline", &num(l.deadline));
+        set(&lease, "ttl", &num(l.ttl));
+        set(&lease, "grantee", &JsValue::from_str(&l.grantee));
+        set(&lease, "claimed", &JsValue::from_bool(l.claimed));
+        set(&lease, "pickupBy", &num(l.pickup_by));
+        set(&obj, "lease", &lease);
+    }
+    let queue = Array::new();
+    for t in &row.queue {
+        let ticket = Object::new();
+        set(&ticket, "id", &JsValue::from_str(&t.id));
+        set(&ticket, "owner", &JsValue::from_str(&t.owner));
+        set(&ticket, "ttl", &num(t.ttl));
+        set(&ticket, "waitUntil", &num(t.wait_until));
+        set(&ticket, "heartbeatUntil", &num(t.heartbeat_until));
+        queue.push(&ticket);
+    }
+    set(&obj, "queue", &queue);
+    obj.into()
+}
+
+/// The name a `locks` row is kept under.
+pub(crate) fn row_name(value: &JsValue) -> Result<String, String> {
+    string(value, "name")
+}
+
+/// The `meta` store's rows (a `getAll()` result) as [`Meta`]; unknown keys are ignored.
+pub(crate) fn decode_meta(value: &JsValue) -> Result<Meta, String> {
+    let rows: Array = value
+        .clone()
+        .dyn_into()
+        .map_err(|_| "the meta rows are not an array".to_string())?;
+    let mut meta = Meta::default();
+    for row in rows.iter() {
+        match string(&row, "key")?.as_str() {
+            "token" => meta.token = number(&row, "value")?,
+            "floor" => meta.floor = number(&row, "value")?,
+            "offset" => meta.offset = number(&row, "value")?,
+            _ => {}
+        }
+    }
+    Ok(meta)
+}
+
+/// A `meta` row.
+pub(crate) fn encode_meta(key: &str, value: u64) -> JsValue {
+    let obj = Object::new();
+    set(&obj, "key", &JsValue::from_str(key));
+    set(&obj, "value", &num(value));
+    obj.into()
+}
