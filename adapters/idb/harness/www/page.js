@@ -15,6 +15,7 @@ function ledgerWrite(token, who) {
 const env = { ledgerWrite: async (token, who) => ledgerWrite(token, who) };
 
 window.run = (fn, args) => scenarios[fn](env, args);
+window.alk = alk;
 
 const workers = new Map();
 let nextCall = 0;

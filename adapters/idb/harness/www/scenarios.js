@@ -194,26 +194,33 @@ async function timeIt(n, cycle) {
   return (now() - t0) / n;
 }
 
-// ms per try_lock + release for alkstore-idb, the hand-written cycle and navigator.locks,
-// interleaved round by round (best round of each), in this context.
+// ms per try_lock + release for alkstore-idb, the hand-written cycle and navigator.locks in
+// this context, interleaved round by round (the order rotates), so that a slow moment of the
+// machine hits all three alike. Returns every round's figures.
 export async function bench(env, { db, n, rounds }) {
   const l = await locks(db);
   const hand = await handDb(`${db}-hand`);
   const name = `bench/${Math.random()}`;
-  const best = { idb: Infinity, hand: Infinity, webLocks: Infinity };
-  for (let r = 0; r < rounds; r++) {
-    best.idb = Math.min(best.idb, (await alk.benchCycles(l, name, n)) / n);
-    best.hand = Math.min(best.hand, await timeIt(n, async () => {
+  const runs = {
+    idb: async () => (await alk.benchCycles(l, name, n)) / n,
+    hand: () => timeIt(n, async () => {
       const token = await handTryLock(hand, name, 'bench', 30000);
       if (token === null || !(await handRelease(hand, name, token))) throw new Error('hand cycle refused');
-    }));
-    best.webLocks = Math.min(best.webLocks, await timeIt(n, () =>
-      navigator.locks.request(name, { ifAvailable: true }, (lock) => {
-        if (lock === null) throw new Error('web lock busy');
-      })));
+    }),
+    webLocks: () => timeIt(n, () => navigator.locks.request(name, { ifAvailable: true }, (lock) => {
+      if (lock === null) throw new Error('web lock busy');
+    })),
+  };
+  const out = { idb: [], hand: [], webLocks: [] };
+  const order = Object.keys(runs);
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < order.length; k++) {
+      const key = order[(r + k) % order.length];
+      out[key].push(await runs[key]());
+    }
   }
   hand.close();
-  return best;
+  return out;
 }
 
 // Wake-up latency: the other context waits; this one holds, then releases; the waiter reports

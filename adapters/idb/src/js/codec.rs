@@ -118,28 +118,37 @@ pub(crate) fn row_name(value: &JsValue) -> Result<String, String> {
     string(value, "name")
 }
 
-/// The `meta` store's rows (a `getAll()` result) as [`Meta`]; unknown keys are ignored.
+/// The `meta` store's `clock` row (or `undefined`: a new database) as [`Meta`].
 pub(crate) fn decode_meta(value: &JsValue) -> Result<Meta, String> {
-    let rows: Array = value
-        .clone()
-        .dyn_into()
-        .map_err(|_| "the meta rows are not an array".to_string())?;
-    let mut meta = Meta::default();
-    for row in rows.iter() {
-        match string(&row, "key")?.as_str() {
-            "token" => meta.token = number(&row, "value")?,
-            "floor" => meta.floor = number(&row, "value")?,
-            "offset" => meta.offset = number(&row, "value")?,
-            _ => {}
-        }
+    if value.is_undefined() {
+        return Ok(Meta::default());
     }
-    Ok(meta)
+    if !value.is_object() {
+        return Err("the clock row is not an object".into());
+    }
+    let offset = get(value, "offset");
+    Ok(Meta {
+        token: number(value, "token")?,
+        floor: number(value, "floor")?,
+        offset: if offset.is_undefined() {
+            0
+        } else {
+            number(value, "offset")?
+        },
+    })
 }
 
-/// A `meta` row.
-pub(crate) fn encode_meta(key: &str, value: u64) -> JsValue {
+/// [`Meta`] as the `meta` store's `clock` row.
+pub(crate) fn encode_meta(meta: &Meta) -> JsValue {
     let obj = Object::new();
-    set(&obj, "key", &JsValue::from_str(key));
-    set(&obj, "value", &num(value));
+    set(&obj, "key", &JsValue::from_str(CLOCK));
+    set(&obj, "token", &num(meta.token));
+    set(&obj, "floor", &num(meta.floor));
+    if meta.offset != 0 {
+        set(&obj, "offset", &num(meta.offset));
+    }
     obj.into()
 }
+
+/// The key of the `meta` store's one row.
+pub(crate) const CLOCK: &str = "clock";

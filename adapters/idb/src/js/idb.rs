@@ -26,7 +26,8 @@ use crate::{codec_err, unavailable};
 
 use super::codec;
 
-/// The schema version: object stores `locks` (key path `name`) and `meta` (key path `key`).
+/// The schema version: object stores `locks` (key path `name`) and `meta` (key path `key`,
+/// one row: `clock`).
 const SCHEMA_VERSION: u32 = 1;
 const LOCKS: &str = "locks";
 const META: &str = "meta";
@@ -179,7 +180,7 @@ impl Database {
             .transaction_with_str_sequence_and_mode(&stores, IdbTransactionMode::Readwrite)
             .map_err(fail)?;
         let meta = tx.object_store(META).map_err(fail)?;
-        let mut requests = vec![meta.get_all().map_err(fail)?];
+        let mut requests = vec![meta.get(&JsValue::from_str(codec::CLOCK)).map_err(fail)?];
         match scope {
             Scope::Row(name) => {
                 let locks = tx.object_store(LOCKS).map_err(fail)?;
@@ -371,19 +372,9 @@ fn write(
             }
         }
     }
-    // Rows that were read and are gone from `after` are not a case: bodies never drop rows.
-    let meta_rows = [
-        ("token", m0.token, m1.token),
-        ("floor", m0.floor, m1.floor),
-        ("offset", m0.offset, m1.offset),
-    ];
-    if meta_rows.iter().any(|(_, a, b)| a != b) {
+    if m0 != m1 {
         let meta = tx.object_store(META).map_err(fail)?;
-        for (key, a, b) in meta_rows {
-            if a != b {
-                meta.put(&codec::encode_meta(key, b)).map_err(fail)?;
-            }
-        }
+        meta.put(&codec::encode_meta(m1)).map_err(fail)?;
     }
     Ok(())
 }

@@ -85,8 +85,8 @@ impl Row {
     }
 }
 
-/// The database-wide rows: the token counter and the clock floor (and, in test builds, the
-/// test clock's offset).
+/// The database-wide `clock` row: the token counter and the clock floor (and, in test builds,
+/// the test clock's offset).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Meta {
     /// The last fencing token granted.
