@@ -2,31 +2,49 @@
 //! every field: a row this engine did not write (or an older schema's) is an error that
 //! names the field, never a panic and never a guess.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::tx::row::{Lease, MAX_EXACT, Meta, Row, Ticket};
 
-fn get(obj: &JsValue, key: &str) -> JsValue {
-    Reflect::get(obj, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+thread_local! {
+    /// The field names as JavaScript strings, made once per context (every row uses them).
+    static KEYS: RefCell<HashMap<&'static str, JsValue>> = RefCell::new(HashMap::new());
 }
 
-fn set(obj: &Object, key: &str, value: &JsValue) {
+/// `key` as a JavaScript string, made once.
+fn key(key: &'static str) -> JsValue {
+    KEYS.with(|keys| {
+        keys.borrow_mut()
+            .entry(key)
+            .or_insert_with(|| JsValue::from_str(key))
+            .clone()
+    })
+}
+
+fn get(obj: &JsValue, k: &'static str) -> JsValue {
+    Reflect::get(obj, &key(k)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn set(obj: &Object, k: &'static str, value: &JsValue) {
     // Only fails on a frozen or exotic object; ours are plain new objects.
-    let _ = Reflect::set(obj, &JsValue::from_str(key), value);
+    let _ = Reflect::set(obj, &key(k), value);
 }
 
 fn num(n: u64) -> JsValue {
     JsValue::from_f64(n as f64)
 }
 
-fn string(obj: &JsValue, key: &str) -> Result<String, String> {
+fn string(obj: &JsValue, key: &'static str) -> Result<String, String> {
     get(obj, key)
         .as_string()
         .ok_or_else(|| format!("field {key:?} is not a string"))
 }
 
-fn number(obj: &JsValue, key: &str) -> Result<u64, String> {
+fn number(obj: &JsValue, key: &'static str) -> Result<u64, String> {
     let n = get(obj, key)
         .as_f64()
         .ok_or_else(|| format!("field {key:?} is not a number"))?;
@@ -36,7 +54,7 @@ fn number(obj: &JsValue, key: &str) -> Result<u64, String> {
     Ok(n as u64)
 }
 
-fn boolean(obj: &JsValue, key: &str) -> Result<bool, String> {
+fn boolean(obj: &JsValue, key: &'static str) -> Result<bool, String> {
     get(obj, key)
         .as_bool()
         .ok_or_else(|| format!("field {key:?} is not a boolean"))

@@ -3,6 +3,9 @@
 mod channel;
 mod codec;
 mod idb;
+mod open;
+mod txn;
+mod watchdog;
 
 use core::time::Duration;
 use std::rc::Rc;
@@ -10,7 +13,8 @@ use std::rc::Rc;
 use alkstore_mem::LockError;
 
 pub(crate) use channel::Registration;
-pub(crate) use idb::{TxFuture, date_now_us};
+pub(crate) use idb::date_now_us;
+pub(crate) use txn::TxFuture;
 
 use crate::sys::{Rows, Scope};
 use crate::tx::ops::Ctx;

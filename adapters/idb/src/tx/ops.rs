@@ -19,6 +19,12 @@
 //!   the clock did not step back by more than the time since.
 //! - **Release** compares the token, never touches a newer lease, and answers whether the
 //!   lease was live; **renew** resets a live lease to `now + ttl`.
+//! - **The clock floor** moves up to `now` in every transaction, and is written back when
+//!   the token changes or when the transaction found something lapsed (a lease, a hand-off,
+//!   a ticket or a wait whose time ran out): those are the decisions a clock that stepped
+//!   back could contradict later. Finding a lease live needs no write (it was live at every
+//!   earlier time too), and neither does deleting one. This saves a request in the common
+//!   release.
 
 use super::row::{Lease, MAX_EXACT, Meta, Row, Ticket};
 
@@ -42,6 +48,8 @@ pub(crate) struct Ctx<'m> {
     pub(crate) meta: &'m mut Meta,
     /// What to post after the commit.
     pub(crate) notices: Vec<Notice>,
+    /// Whether a decision found a time run out (then the floor is written back).
+    pub(crate) lapse_seen: bool,
 }
 
 impl<'m> Ctx<'m> {
@@ -59,7 +67,22 @@ impl<'m> Ctx<'m> {
             raw: now.saturating_sub(offset),
             meta,
             notices: Vec::new(),
+            lapse_seen: false,
         }
+    }
+
+    /// Whether `lease` is live now; notes a lapse.
+    fn live(&mut self, lease: &Lease) -> bool {
+        let live = lease.live(self.now, self.raw);
+        self.lapse_seen |= !live;
+        live
+    }
+
+    /// Whether `ticket` may still be served now; notes a lapse.
+    fn alive(&mut self, ticket: &Ticket) -> bool {
+        let alive = ticket.alive(self.now, self.raw);
+        self.lapse_seen |= !alive;
+        alive
     }
 
     fn next_token(&mut self) -> u64 {
@@ -114,7 +137,7 @@ fn hand_off(row: &mut Row, cx: &mut Ctx<'_>) {
     debug_assert!(row.lease.is_none());
     while !row.queue.is_empty() {
         let ticket = row.queue.remove(0);
-        if ticket.alive(cx.now, cx.raw) {
+        if cx.alive(&ticket) {
             grant(
                 row,
                 cx,
@@ -132,7 +155,7 @@ fn hand_off(row: &mut Row, cx: &mut Ctx<'_>) {
 /// Brings the row up to date (see the module docs); `true` when a live lease holds it after.
 pub(crate) fn settle(row: &mut Row, cx: &mut Ctx<'_>) -> bool {
     if let Some(lease) = &row.lease {
-        if lease.live(cx.now, cx.raw) {
+        if cx.live(lease) {
             return true;
         }
         row.lease = None;
@@ -208,6 +231,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         Bound::Until(until) => until,
     };
     let over = wait_until != 0 && cx.now >= wait_until;
+    cx.lapse_seen |= over;
     settle(row, cx);
     if let Some(lease) = &mut row.lease {
         if lease.grantee == s.id {
@@ -278,7 +302,7 @@ pub(crate) fn cancel(row: &mut Row, cx: &mut Ctx<'_>, id: &str) {
 pub(crate) fn release(row: &mut Row, cx: &mut Ctx<'_>, token: u64) -> bool {
     match &row.lease {
         Some(lease) if lease.token == token => {
-            let live = lease.live(cx.now, cx.raw);
+            let live = cx.live(lease);
             row.lease = None;
             hand_off(row, cx);
             live
@@ -305,11 +329,9 @@ pub(crate) fn renew(row: &mut Row, cx: &mut Ctx<'_>, token: u64, ttl: u64) -> Re
 }
 
 /// `is_held`: the deadline of the lease with `token` if it is live. Changes nothing.
-pub(crate) fn is_held(row: &Row, cx: &Ctx<'_>, token: u64) -> Option<u64> {
-    row.lease
-        .as_ref()
-        .filter(|l| l.token == token && l.live(cx.now, cx.raw))
-        .map(|l| l.deadline)
+pub(crate) fn is_held(row: &Row, cx: &mut Ctx<'_>, token: u64) -> Option<u64> {
+    let lease = row.lease.as_ref().filter(|l| l.token == token)?;
+    cx.live(lease).then_some(lease.deadline)
 }
 
 /// `holder`: the live lease after settling.
