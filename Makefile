@@ -20,16 +20,19 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p alkstore-mem --all-features --all-targets -- -D warnings
 	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's, which need a server: test-redis runs them
 test-native:
 	$(CARGO) test --workspace --exclude alkstore-redis
+	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
 nostd:
 	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features
+	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features --features serde,tracing
 	$(CARGO) check -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
 
 ## msrv: the published crates build with their declared rust-version (1.85), natively and for the

@@ -13,6 +13,7 @@ use crate::registry::{Lock, LockRegistry, Shard};
 use crate::state::{Request, Standing};
 use crate::time::Timestamp;
 use crate::timer::Timer;
+use crate::trace;
 
 /// Waits for a lock: the future returned by [`LockRegistry::acquire`](crate::LockRegistry::acquire).
 ///
@@ -141,6 +142,11 @@ impl<C: Timer> Future for Acquire<C> {
             // a queued waiter is already `Queued`, whose drop leaves the queue.
             let until = match standing {
                 Standing::Granted(lease) => {
+                    let how = match this.phase {
+                        Phase::Queued { .. } => trace::How::HandedOff,
+                        _ => trace::How::Directly,
+                    };
+                    trace::granted(&lease, how);
                     this.phase = Phase::Done;
                     this.sleep = None;
                     let lock = this.granted(lease, this.ttl);

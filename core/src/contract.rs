@@ -20,6 +20,16 @@
 //! - **Waiting is FIFO with hand-off**: [`acquire`](LockStore::acquire) queues behind earlier
 //!   waiters, a release hands the lease straight to the head waiter, nobody barges; dropping
 //!   a waiting future withdraws it and passes on a lease already handed to it.
+//! - **Keeping and watching a lease**: [`keep_alive`](LockHandle::keep_alive) renews it at
+//!   least every half ttl (see [`keep_alive_interval`]) and never runs past its deadline;
+//!   [`lapsed`](LockHandle::lapsed) says when and how it ended. Both take `&self`, so the
+//!   work they guard can read the handle meanwhile.
+//! - **The operator's view**: [`snapshot`](LockStore::snapshot) lists held leases and queued
+//!   waiters; [`force_release`](LockStore::force_release) breaks a stuck lease.
+//! - **Every future is a named type**: each engine names the futures it hands out (the
+//!   in-memory [`Acquire`](crate::Acquire), [`KeepAlive`](crate::KeepAlive) and
+//!   [`Lapsed`](crate::Lapsed); a remote engine's through [`BoxedFuture`](crate::BoxedFuture)),
+//!   and generic code names them as `S::Acquire`, `L::KeepAlive<'a>` and `L::Lapsed<'a>`.
 //!
 //! # Example: code generic over the engine
 //! ```
@@ -47,6 +57,7 @@ use core::time::Duration;
 
 use crate::error::LockError;
 use crate::lease::LeaseInfo;
+use crate::snapshot::Snapshot;
 use crate::time::Timestamp;
 
 /// `Send` where threads exist, nothing on `wasm32`.
@@ -144,6 +155,29 @@ pub trait LockStore: MaybeSend + MaybeSync {
         &self,
         name: &str,
     ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend;
+
+    /// The held leases and the queued waiters of every name, for operators and admin pages:
+    /// leases sorted by name, waiters by name and then in the order they will be served.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when a remote engine cannot answer; never for the
+    /// in-memory engine.
+    fn snapshot(&self) -> impl Future<Output = Result<Snapshot, LockError>> + MaybeSend;
+
+    /// Frees `name` whoever holds it, as an operator frees a stuck lock, and resolves to the
+    /// lease it ended: `Ok(None)` when the name had no live lease (or is not a valid name).
+    ///
+    /// The old holder's renewals (and so its `keep_alive`) end with [`LockError::Expired`],
+    /// its `release` answers `false` and touches nothing; the lease goes to the head waiter,
+    /// if any, with a larger token.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when a remote engine cannot answer; never for the
+    /// in-memory engine.
+    fn force_release(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend;
 }
 
 /// The future of [`LockStore::acquire`]: resolves to the lock, and can bound its wait.
@@ -162,7 +196,17 @@ pub trait AcquireFuture<L>: Future<Output = Result<Option<L>, LockError>> + Mayb
 /// Dropping a handle releases its lease (the in-memory engine at once; a remote engine as
 /// soon as it can, or the lease lapses at its deadline); [`detach`](Self::detach) lets the
 /// lease run to its deadline instead.
-pub trait LockHandle: MaybeSend + Sized {
+pub trait LockHandle: MaybeSend + MaybeSync + Sized {
+    /// The future of [`keep_alive`](Self::keep_alive).
+    type KeepAlive<'a>: Future<Output = LockError> + MaybeSend
+    where
+        Self: 'a;
+
+    /// The future of [`lapsed`](Self::lapsed).
+    type Lapsed<'a>: Future<Output = LockError> + MaybeSend
+    where
+        Self: 'a;
+
     /// The lock's name.
     fn name(&self) -> &str;
 
@@ -173,14 +217,16 @@ pub trait LockHandle: MaybeSend + Sized {
     /// kept by renewals.
     fn token(&self) -> u64;
 
-    /// The deadline as of the last grant or renew, on the engine's clock: the lease is live
+    /// The deadline as of the last grant or renew (a renewal by
+    /// [`keep_alive`](Self::keep_alive) included), on the engine's clock: the lease is live
     /// while `now < deadline`.
     fn deadline(&self) -> Timestamp;
 
     /// The ttl of the last grant or renew: what [`keep_alive`](Self::keep_alive) renews to.
     fn ttl(&self) -> Duration;
 
-    /// This grant as a [`LeaseInfo`] (name, owner, token, deadline).
+    /// This grant as a [`LeaseInfo`] (name, owner, token, and the deadline as of the last
+    /// grant or renew).
     fn info(&self) -> LeaseInfo;
 
     /// Whether the lease is still live now.
@@ -208,14 +254,50 @@ pub trait LockHandle: MaybeSend + Sized {
     /// Gives up the handle without releasing: the lease stays until its deadline.
     fn detach(self);
 
-    /// Renews the lease to its [`ttl`](Self::ttl) every `every` (a zero `every` means a
-    /// third of the ttl) and returns only when a renewal fails, with that error:
-    /// [`LockError::Expired`] once the lease is lost. `select!` it against the work so that
-    /// the work stops when the lease is gone. Pick `every` well below the ttl.
-    fn keep_alive(&mut self, every: Duration) -> impl Future<Output = LockError> + MaybeSend;
+    /// Renews the lease to its [`ttl`](Self::ttl) every `every`, and returns only when a
+    /// renewal fails, with that error: [`LockError::Expired`] once the lease is lost.
+    /// `select!` it against the work, so that the work stops when the lease is gone; it
+    /// takes `&self`, so the work can read [`token`](Self::token),
+    /// [`deadline`](Self::deadline) or [`is_held`](Self::is_held) meanwhile.
+    ///
+    /// The interval is [`keep_alive_interval`]`(every, ttl)`: a zero `every` means a third
+    /// of the ttl, and anything above half the ttl is clamped to half, so that a typo cannot
+    /// turn keep-alive off. It never runs past the lease's deadline: a renewal that cannot
+    /// be made (or, on a remote engine, answered) before it ends the future with `Expired`.
+    ///
+    /// On a remote engine a renewal may take up to the engine's `io_timeout`: a ttl below
+    /// twice that is refused at once with [`LockError::InvalidTtl`]
+    /// ([`TtlProblem::TooShortToKeepAlive`](crate::TtlProblem::TooShortToKeepAlive)).
+    fn keep_alive(&self, every: Duration) -> Self::KeepAlive<'_>;
 
-    /// Resolves once the lease is no longer held: it sleeps to the deadline and checks again,
-    /// so renewals push it out. A remote engine that cannot be reached counts as lost once
-    /// the deadline has passed.
-    fn lapsed(&self) -> impl Future<Output = ()> + MaybeSend;
+    /// Resolves once the lease is no longer held, with how it ended
+    /// ([`LockError::Expired`]: lapsed, released elsewhere or force-released). It sleeps to
+    /// the deadline and checks again, so renewals push it out. A remote engine that cannot
+    /// be reached counts the lease as lost at its deadline (by its local estimate of the
+    /// server's clock, which errs early).
+    fn lapsed(&self) -> Self::Lapsed<'_>;
+}
+
+/// How often [`keep_alive`](LockHandle::keep_alive) renews a lease of `ttl` when asked to
+/// renew every `every`: a zero `every` means a third of the ttl; anything above half the ttl
+/// is clamped to half, so that every renewal has at least half a ttl to land in; never less
+/// than a nanosecond. Every engine uses it, recomputed from the current ttl at each renewal.
+///
+/// # Example
+/// ```
+/// use alkstore_mem::contract::keep_alive_interval;
+/// use core::time::Duration;
+///
+/// let ms = Duration::from_millis;
+/// assert_eq!(keep_alive_interval(ms(100), ms(900)), ms(100)); // as asked
+/// assert_eq!(keep_alive_interval(Duration::ZERO, ms(900)), ms(300)); // a third
+/// assert_eq!(keep_alive_interval(ms(500), ms(100)), ms(50)); // a typo, clamped to half
+/// ```
+pub fn keep_alive_interval(every: Duration, ttl: Duration) -> Duration {
+    let every = if every.is_zero() {
+        ttl / 3
+    } else {
+        every.min(ttl / 2)
+    };
+    every.max(Duration::from_nanos(1))
 }

@@ -31,6 +31,7 @@ use crate::time::Timestamp;
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum LockError {
     /// The name is empty, longer than [`Config::max_name_len`](crate::Config::max_name_len)
@@ -59,27 +60,35 @@ pub enum LockError {
         /// What is wrong with it.
         problem: InputProblem,
     },
-    /// The lease duration is zero: a lease that is lapsed the moment it is granted is refused.
-    #[error("invalid lease ttl {ttl:?}: a lease must last longer than zero")]
+    /// The lease duration cannot be used: it is zero (a lease that is lapsed the moment it is
+    /// granted), or, for `keep_alive` on a remote engine, too short for a renewal's round trip.
+    #[error("invalid lease ttl {}: {problem}", Readable(*.ttl))]
     InvalidTtl {
         /// The refused duration.
         ttl: Duration,
+        /// What is wrong with it.
+        problem: TtlProblem,
     },
-    /// `renew` came at or after the lease's deadline (or the lease was released or
-    /// force-released); the lease stays lapsed.
-    #[error(
-        "lease on lock {} (fencing token {token}) {}; renew at {now} refused",
-        Quoted(.name),
-        Ended(*.deadline, *.now)
-    )]
+    /// The lease is gone: it lapsed at its deadline, or was released or force-released before
+    /// it. A `renew` refused this way leaves it gone; `keep_alive`, `lapsed` and `with_lock`
+    /// end with this error when they find the lease lost.
+    ///
+    /// `Display` says how long ago it lapsed (or how early it ended) and the ttl it had, in
+    /// readable units: `lease on lock "job" (fencing token 3) lapsed 401ms ago, at the end of
+    /// its 100ms ttl`.
+    #[error("lease on lock {} {}", Quoted(.name), Ended { token: *.token, ttl: *.ttl, deadline: *.deadline, now: *.now })]
     Expired {
         /// The lock's name.
         name: String,
-        /// The fencing token of the lapsed lease.
+        /// The fencing token of the lost lease.
         token: u64,
-        /// The lease's deadline as its handle last knew it.
+        /// The ttl of the lease's last grant or renew; zero where the reporter does not know
+        /// it (a bare [`LockTable`](crate::LockTable), which keeps no ttls).
+        ttl: Duration,
+        /// The lease's deadline as its handle last knew it, on the engine's clock.
         deadline: Timestamp,
-        /// When the renew was attempted, on the engine's clock.
+        /// When the loss was found, on the engine's clock (a remote engine that could not be
+        /// reached: its estimate of the server's clock).
         now: Timestamp,
     },
     /// The table already holds [`Config::max_locks`](crate::Config::max_locks) live leases and
@@ -104,8 +113,40 @@ pub enum LockError {
     },
 }
 
+/// What is wrong with a lease duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
+pub enum TtlProblem {
+    /// It is zero.
+    Zero,
+    /// `keep_alive` on a remote engine: a renewal may take up to the engine's `io_timeout`,
+    /// and a ttl under twice that cannot be renewed with room to spare, so it is refused
+    /// rather than lost to one slow answer.
+    TooShortToKeepAlive {
+        /// The engine's bound on one round trip.
+        io_timeout: Duration,
+    },
+}
+
+impl fmt::Display for TtlProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TtlProblem::Zero => f.write_str("a lease must last longer than zero"),
+            TtlProblem::TooShortToKeepAlive { io_timeout } => write!(
+                f,
+                "keep_alive needs a ttl of at least twice the io_timeout ({}), so that a \
+                 renewal can take its whole io_timeout before the deadline; use a longer ttl \
+                 or a shorter io_timeout",
+                Readable(io_timeout)
+            ),
+        }
+    }
+}
+
 /// What is wrong with a name or an owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub enum InputProblem {
     /// It is the empty string.
@@ -190,17 +231,78 @@ impl fmt::Display for Shown<'_> {
     }
 }
 
-/// How a lease that a renew found gone ended: at its deadline, or before it (released, or
-/// force-released by an operator).
-struct Ended(Timestamp, Timestamp);
+/// How a lost lease ended, in words an operator can act on: how long ago it lapsed and the
+/// ttl it had, or how long before its deadline it was released.
+struct Ended {
+    token: u64,
+    ttl: Duration,
+    deadline: Timestamp,
+    now: Timestamp,
+}
 
 impl fmt::Display for Ended {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Ended(deadline, now) = *self;
+        let Ended {
+            token,
+            ttl,
+            deadline,
+            now,
+        } = *self;
         if now >= deadline {
-            write!(f, "lapsed at its deadline {deadline}")
+            write!(f, "(fencing token {token}) lapsed ")?;
+            match now.saturating_duration_since(deadline) {
+                Duration::ZERO => f.write_str("just now")?,
+                ago => write!(f, "{} ago", Readable(ago))?,
+            }
+            if !ttl.is_zero() {
+                write!(f, ", at the end of its {} ttl", Readable(ttl))?;
+            }
+            Ok(())
         } else {
-            write!(f, "was released before its deadline {deadline}")
+            write!(f, "(fencing token {token}")?;
+            if !ttl.is_zero() {
+                write!(f, ", ttl {}", Readable(ttl))?;
+            }
+            f.write_str(") was released or force-released")?;
+            if deadline == Timestamp::MAX {
+                f.write_str(" (it had no deadline)")
+            } else {
+                let early = deadline.saturating_duration_since(now);
+                write!(f, " {} before its deadline", Readable(early))
+            }
+        }
+    }
+}
+
+/// A duration in the units a person reads: `401ms`, `2.1s`, `3m 05s`, `2h 00m`, `850µs`;
+/// whole units below a second are rounded down, and seconds keep one decimal below a minute.
+pub(crate) struct Readable(pub(crate) Duration);
+
+impl fmt::Display for Readable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        let secs = d.as_secs();
+        if d == Duration::MAX {
+            f.write_str("forever")
+        } else if secs >= 86_400 {
+            write!(f, "{}d {:02}h", secs / 86_400, secs % 86_400 / 3_600)
+        } else if secs >= 3_600 {
+            write!(f, "{}h {:02}m", secs / 3_600, secs % 3_600 / 60)
+        } else if secs >= 60 {
+            write!(f, "{}m {:02}s", secs / 60, secs % 60)
+        } else if secs >= 1 {
+            let tenths = d.subsec_millis() / 100;
+            if tenths == 0 {
+                write!(f, "{secs}s")
+            } else {
+                write!(f, "{secs}.{tenths}s")
+            }
+        } else if d.as_millis() >= 1 {
+            write!(f, "{}ms", d.as_millis())
+        } else if d.as_micros() >= 1 {
+            write!(f, "{}µs", d.as_micros())
+        } else {
+            write!(f, "{}ns", d.as_nanos())
         }
     }
 }
@@ -239,6 +341,22 @@ mod tests {
     }
 
     #[test]
+    fn durations_read_in_units_a_person_uses() {
+        let shown = |d: Duration| Readable(d).to_string();
+        assert_eq!(shown(Duration::ZERO), "0ns");
+        assert_eq!(shown(Duration::from_nanos(999)), "999ns");
+        assert_eq!(shown(Duration::from_micros(850)), "850µs");
+        assert_eq!(shown(Duration::from_nanos(401_529_969)), "401ms");
+        assert_eq!(shown(Duration::from_millis(2_150)), "2.1s");
+        assert_eq!(shown(Duration::from_secs(5)), "5s");
+        assert_eq!(shown(Duration::from_secs(185)), "3m 05s");
+        assert_eq!(shown(Duration::from_secs(7_200)), "2h 00m");
+        assert_eq!(shown(Duration::from_secs(90_061)), "1d 01h");
+        assert_eq!(shown(Duration::MAX), "forever");
+        assert_eq!(shown(Duration::from_secs(u64::MAX)), "213503982334601d 07h");
+    }
+
+    #[test]
     fn fields_hold_plain_data_and_display_quotes_it() {
         let e = LockError::InvalidOwner {
             owner: String::new(),
@@ -259,12 +377,46 @@ mod tests {
         let e = LockError::Expired {
             name: "short".into(),
             token: 7,
+            ttl: Duration::from_millis(100),
+            deadline: Timestamp::from_nanos(100_029_973),
+            now: Timestamp::from_nanos(501_559_942),
+        };
+        assert_eq!(
+            e.to_string(),
+            "lease on lock \"short\" (fencing token 7) lapsed 401ms ago, at the end of its 100ms ttl"
+        );
+        let e = LockError::Expired {
+            name: "job".into(),
+            token: 3,
+            ttl: Duration::from_secs(30),
+            deadline: Timestamp::from_millis(30_000),
+            now: Timestamp::from_millis(27_900),
+        };
+        assert_eq!(
+            e.to_string(),
+            "lease on lock \"job\" (fencing token 3, ttl 30s) was released or force-released 2.1s before its deadline"
+        );
+        let e = LockError::Expired {
+            name: "job".into(),
+            token: 3,
+            ttl: Duration::ZERO,
             deadline: Timestamp::from_millis(5),
-            now: Timestamp::from_millis(6),
+            now: Timestamp::from_millis(5),
+        };
+        assert_eq!(
+            e.to_string(),
+            "lease on lock \"job\" (fencing token 3) lapsed just now"
+        );
+        let e = LockError::InvalidTtl {
+            ttl: Duration::from_millis(300),
+            problem: TtlProblem::TooShortToKeepAlive {
+                io_timeout: Duration::from_secs(2),
+            },
         };
         assert!(
             e.to_string()
-                .starts_with("lease on lock \"short\" (fencing token 7)")
+                .starts_with("invalid lease ttl 300ms: keep_alive needs a ttl of at least twice the io_timeout (2s)"),
+            "{e}"
         );
         let e = LockError::Unavailable {
             reason: "connection refused".into(),

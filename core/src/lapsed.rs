@@ -13,6 +13,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
+use crate::contract::keep_alive_interval;
 use crate::error::LockError;
 use crate::registry::Lock;
 use crate::time::Timestamp;
@@ -46,7 +47,8 @@ fn sleep_until<C: Timer>(
     done
 }
 
-/// Resolves once a lease is no longer held: the future of [`Lock::lapsed`].
+/// Resolves once a lease is no longer held, with how it ended ([`LockError::Expired`]): the
+/// future of [`Lock::lapsed`].
 ///
 /// It sleeps on the clock until the lease's deadline and checks again, so renewals push it
 /// out; a [`force_release`](crate::LockRegistry::force_release) wakes it at once. Several may
@@ -70,15 +72,20 @@ impl<'a, C: Timer> Lapsed<'a, C> {
 }
 
 impl<C: Timer> Future for Lapsed<'_, C> {
-    type Output = ();
+    type Output = LockError;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockError> {
         let this = self.get_mut();
         loop {
             // Cloned here, outside the registry's lock: a waker's clone is user code.
-            let Some(deadline) = this.lock.watch(&mut this.watcher, cx.waker().clone()) else {
-                this.sleep = None;
-                return Poll::Ready(());
+            let deadline = match this.lock.watch(&mut this.watcher, cx.waker().clone()) {
+                Ok(deadline) => deadline,
+                Err(now) => {
+                    this.sleep = None;
+                    let how = this.lock.expired_at(now);
+                    this.lock.saw_lapse(&how);
+                    return Poll::Ready(how);
+                }
             };
             // The deadline came: look again (a renewal may have moved it).
             if sleep_until(this.lock.clock(), &mut this.sleep, deadline, cx).is_pending() {
@@ -107,10 +114,12 @@ impl<C: Timer> fmt::Debug for Lapsed<'_, C> {
 ///
 /// Resolves to the error of the renewal that failed ([`LockError::Expired`] once the lease
 /// is lost). A [`force_release`](crate::LockRegistry::force_release) wakes it at once, and it
-/// resolves then. Dropping it stops the renewals (the lease then runs to its deadline).
+/// resolves then. Dropping it stops the renewals (the lease then runs to its deadline). It
+/// borrows the lock shared, so the work it guards can read the handle meanwhile.
 #[must_use = "futures do nothing unless polled; the lease is renewed only while this is"]
 pub struct KeepAlive<'a, C: Timer> {
-    lock: &'a mut Lock<C>,
+    lock: &'a Lock<C>,
+    /// The interval as asked; each turn clamps it to the current ttl.
     every: Duration,
     /// When the next renewal is due, once the first poll set it.
     next: Option<Timestamp>,
@@ -119,7 +128,7 @@ pub struct KeepAlive<'a, C: Timer> {
 }
 
 impl<'a, C: Timer> KeepAlive<'a, C> {
-    pub(crate) fn new(lock: &'a mut Lock<C>, every: Duration) -> Self {
+    pub(crate) fn new(lock: &'a Lock<C>, every: Duration) -> Self {
         KeepAlive {
             lock,
             every,
@@ -136,21 +145,23 @@ impl<C: Timer> Future for KeepAlive<'_, C> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<LockError> {
         let this = self.get_mut();
         loop {
-            let next = *this
-                .next
-                .get_or_insert_with(|| this.lock.clock().now().saturating_add(this.every));
+            let next = *this.next.get_or_insert_with(|| {
+                let every = keep_alive_interval(this.every, this.lock.ttl());
+                this.lock.clock().now().saturating_add(every)
+            });
             let live = this.lock.watch(&mut this.watcher, cx.waker().clone());
-            if live.is_some()
+            if live.is_ok()
                 && sleep_until(this.lock.clock(), &mut this.sleep, next, cx).is_pending()
             {
                 return Poll::Pending;
             }
             // The renewal is due, or the lease ended early: renew, which says which.
             this.next = None;
-            if let Err(err) = this.lock.renew(this.lock.ttl()) {
+            if let Err(err) = this.lock.renew_shared(this.lock.ttl()) {
                 // Done: no sleep and no registration outlive the answer.
                 this.sleep = None;
                 this.lock.unwatch(&mut this.watcher);
+                this.lock.saw_lapse(&err);
                 return Poll::Ready(err);
             }
         }

@@ -140,6 +140,14 @@ impl fmt::Debug for Text {
 /// assert_eq!(info.deadline(), Timestamp::from_millis(30_000));
 /// ```
 #[derive(Clone)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(
+        into = "crate::serde_data::LeaseData",
+        from = "crate::serde_data::LeaseData"
+    )
+)]
 pub struct LeaseInfo {
     pub(crate) text: Text,
     name_len: usize,

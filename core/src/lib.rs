@@ -15,9 +15,17 @@
 //! drives it in tests; the `alkstore-mem-tokio` and `alkstore-mem-web` adapters bind tokio's
 //! and the browser's time.
 //!
-//! The crate is `#![no_std]` and needs only `alloc`. Its default `std` feature only swaps the
-//! spin locks for `std::sync::Mutex`; build with `default-features = false` where there is no
-//! std (such as `wasm32v1-none`).
+//! The crate is `#![no_std]` and needs only `alloc`.
+//!
+//! # Features
+//! - `std` (default): the shards lock a parking `std::sync::Mutex` instead of a spin lock;
+//!   build with `default-features = false` where there is no std (such as `wasm32v1-none`).
+//! - `serde`: `Serialize`/`Deserialize` on [`LeaseInfo`] (`{name, owner, token, deadline}`),
+//!   [`Snapshot`], [`Waiting`], [`Timestamp`] (nanoseconds), [`LockError`] and its parts,
+//!   and [`StaleToken`]; `no_std` too.
+//! - `tracing`: events (target `alkstore`) on grants (direct and handed off), refused
+//!   renewals, leases a holder finds lost, and force-releases, with the name, owner, token
+//!   and deadline as fields; emitted after the shard's lock is released, never under it.
 //!
 //! # Example
 //! ```
@@ -51,29 +59,36 @@ extern crate alloc;
 extern crate std;
 
 mod acquire;
+mod boxed;
 mod config;
 pub mod contract;
 mod error;
+mod fence;
 mod lapsed;
 mod lease;
 mod manual_clock;
 mod memory_store;
 mod padded;
 mod registry;
+#[cfg(feature = "serde")]
+mod serde_data;
 mod snapshot;
 mod state;
 mod sync;
 mod table;
 mod time;
 mod timer;
+mod trace;
 pub mod validate;
 mod wake;
 mod with_lock;
 
 pub use acquire::Acquire;
+pub use boxed::BoxedFuture;
 pub use config::Config;
 pub use contract::{AcquireFuture, LockHandle, LockStore, MaybeSend, MaybeSync};
-pub use error::{InputProblem, LockError};
+pub use error::{InputProblem, LockError, TtlProblem};
+pub use fence::{Fence, StaleToken};
 pub use lapsed::{KeepAlive, Lapsed};
 pub use lease::LeaseInfo;
 pub use manual_clock::{ManualClock, ManualSleep};
@@ -83,4 +98,4 @@ pub use table::LockTable;
 pub use time::{Clock, Timestamp};
 pub use timer::Timer;
 pub use validate::RESERVED_PREFIX;
-pub use with_lock::with_lock;
+pub use with_lock::{LockOptions, with_lock};

@@ -9,8 +9,10 @@ use core::time::Duration;
 use crate::acquire::Acquire;
 use crate::contract::{AcquireFuture, LockHandle, LockStore, MaybeSend, MaybeSync};
 use crate::error::LockError;
+use crate::lapsed::{KeepAlive, Lapsed};
 use crate::lease::LeaseInfo;
 use crate::registry::{Lock, LockRegistry};
+use crate::snapshot::Snapshot;
 use crate::time::Timestamp;
 use crate::timer::Timer;
 
@@ -42,6 +44,17 @@ where
     ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
         ready(Ok(LockRegistry::holder(self, name)))
     }
+
+    fn snapshot(&self) -> impl Future<Output = Result<Snapshot, LockError>> + MaybeSend {
+        ready(Ok(LockRegistry::snapshot(self)))
+    }
+
+    fn force_release(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
+        ready(Ok(LockRegistry::force_release(self, name)))
+    }
 }
 
 impl<C> AcquireFuture<Lock<C>> for Acquire<C>
@@ -59,6 +72,15 @@ where
     C: Timer + MaybeSend + MaybeSync,
     C::Sleep: MaybeSend,
 {
+    type KeepAlive<'a>
+        = KeepAlive<'a, C>
+    where
+        C: 'a;
+    type Lapsed<'a>
+        = Lapsed<'a, C>
+    where
+        C: 'a;
+
     fn name(&self) -> &str {
         Lock::name(self)
     }
@@ -80,7 +102,7 @@ where
     }
 
     fn info(&self) -> LeaseInfo {
-        self.lease().clone()
+        Lock::info(self)
     }
 
     fn is_held(&self) -> impl Future<Output = Result<bool, LockError>> + MaybeSend {
@@ -101,11 +123,11 @@ where
         Lock::detach(self);
     }
 
-    fn keep_alive(&mut self, every: Duration) -> impl Future<Output = LockError> + MaybeSend {
+    fn keep_alive(&self, every: Duration) -> KeepAlive<'_, C> {
         Lock::keep_alive(self, every)
     }
 
-    fn lapsed(&self) -> impl Future<Output = ()> + MaybeSend {
+    fn lapsed(&self) -> Lapsed<'_, C> {
         Lock::lapsed(self)
     }
 }

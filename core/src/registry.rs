@@ -21,6 +21,7 @@ use crate::sync::Mutex;
 use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
+use crate::trace;
 use crate::validate::{check_request, name_refusal, quick_check};
 
 /// A shared registry of named exclusive locks with TTL leases.
@@ -214,6 +215,9 @@ impl<C: Clock> Inner<C> {
         shard.with_state(|state, now, later| {
             state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
         })?;
+        if let Some(lease) = &granted {
+            trace::granted(lease, trace::How::Directly);
+        }
         Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease, ttl)))
     }
 }
@@ -358,9 +362,14 @@ impl<C: Clock> LockRegistry<C> {
     pub fn force_release(&self, name: &str) -> Option<LeaseInfo> {
         name_refusal(name, &self.inner.common.config).ok()?;
         let hash = self.inner.hash(name);
-        self.inner
+        let ended = self
+            .inner
             .shard(hash)
-            .with_state(|state, now, later| state.force_release(hash, name, now, later))
+            .with_state(|state, now, later| state.force_release(hash, name, now, later));
+        if let Some(lease) = &ended {
+            trace::force_released(lease);
+        }
+        ended
     }
 
     /// The held leases and the queued waiters of every name, for diagnostics and admin pages
@@ -496,7 +505,9 @@ impl<C: fmt::Debug> fmt::Debug for LockRegistry<C> {
 /// Dropping a `Lock` releases it (as [`release`](Self::release) does, handing it to the
 /// first waiting [`acquire`](LockRegistry::acquire) if any); [`detach`](Self::detach)
 /// gives up the handle and lets the lease run to its deadline instead. A `Lock` is `Send`
-/// when its clock is `Send + Sync`, and is not `Clone`: one grant, one handle.
+/// and `Sync` when its clock is `Send + Sync`, and is not `Clone`: one grant, one handle.
+/// Its deadline and ttl are kept in atomics, so that [`keep_alive`](Self::keep_alive) can
+/// renew through `&self` while the work it guards reads the handle.
 ///
 /// # Example
 /// ```
@@ -520,23 +531,36 @@ impl<C: fmt::Debug> fmt::Debug for LockRegistry<C> {
 #[must_use = "dropping a Lock releases it at once; call detach() to let the lease run to its deadline"]
 pub struct Lock<C> {
     shard: Arc<Shard<C>>,
+    /// The grant: name, owner, token (its `deadline` is the grant's; `deadline` below follows
+    /// renewals).
     lease: LeaseInfo,
-    /// The ttl of the last grant or renew.
-    ttl: Duration,
+    /// The deadline as of the last grant or renew, in nanoseconds.
+    deadline: AtomicU64,
+    /// The ttl of the last grant or renew, in nanoseconds (saturated: see [`ttl_nanos`]).
+    ttl: AtomicU64,
     /// Whether dropping the handle releases the lease.
     release_on_drop: bool,
+}
+
+/// A ttl as the handle keeps it: whole nanoseconds, saturating at `u64::MAX` (584 years),
+/// which reads back as `Duration::MAX`.
+fn ttl_nanos(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_nanos()).unwrap_or(u64::MAX)
 }
 
 impl<C: Clock> Lock<C> {
     pub(crate) fn new(shard: Arc<Shard<C>>, lease: LeaseInfo, ttl: Duration) -> Self {
         Lock {
             shard,
+            deadline: AtomicU64::new(lease.deadline().as_nanos()),
+            ttl: AtomicU64::new(ttl_nanos(ttl)),
             lease,
-            ttl,
             release_on_drop: true,
         }
     }
+}
 
+impl<C> Lock<C> {
     /// The lock's name.
     pub fn name(&self) -> &str {
         self.lease.name()
@@ -555,23 +579,36 @@ impl<C: Clock> Lock<C> {
         self.lease.token()
     }
 
-    /// The deadline as of the last grant or renew: the lease is live while `now < deadline`.
+    /// The deadline as of the last grant or renew (a renewal by
+    /// [`keep_alive`](Self::keep_alive) included): the lease is live while `now < deadline`.
+    #[inline]
     pub fn deadline(&self) -> Timestamp {
-        self.lease.deadline()
+        Timestamp::from_nanos(self.deadline.load(Ordering::Acquire))
     }
 
-    /// The grant this handle holds, as a [`LeaseInfo`].
-    pub fn lease(&self) -> &LeaseInfo {
-        &self.lease
+    /// This grant as a [`LeaseInfo`]: name, owner, token, and the deadline as of the last
+    /// grant or renew.
+    pub fn info(&self) -> LeaseInfo {
+        let mut info = self.lease.clone();
+        info.deadline = self.deadline();
+        info
     }
 
     /// The ttl of the last grant or [`renew`](Self::renew): what
-    /// [`keep_alive`](Self::keep_alive) renews to.
+    /// [`keep_alive`](Self::keep_alive) renews to. (Kept in whole nanoseconds; a ttl beyond
+    /// 584 years reads back as `Duration::MAX`.)
+    #[inline]
     pub fn ttl(&self) -> Duration {
-        self.ttl
+        match self.ttl.load(Ordering::Acquire) {
+            u64::MAX => Duration::MAX,
+            nanos => Duration::from_nanos(nanos),
+        }
     }
+}
 
-    /// How long the lease has left now: zero once it lapsed or was released.
+impl<C: Clock> Lock<C> {
+    /// How long the lease has left now: zero once it lapsed or was released. (In-memory
+    /// only: a remote engine would answer with a round trip's worth of error.)
     pub fn remaining(&self) -> Duration {
         self.shard.with_state(|state, now, _| {
             let live = state.table.live_deadline_of(&self.lease, now);
@@ -601,11 +638,60 @@ impl<C: Clock> Lock<C> {
     /// refused renew changes nothing and does not revive the lease.
     #[inline]
     pub fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
-        let lease = &mut self.lease;
-        self.shard
-            .with_state(|state, now, later| state.renew(lease, ttl, now, later))?;
-        self.ttl = ttl;
-        Ok(())
+        self.renew_shared(ttl)
+    }
+
+    /// [`renew`](Self::renew) through a shared reference: what `keep_alive` renews with.
+    #[inline]
+    pub(crate) fn renew_shared(&self, ttl: Duration) -> Result<(), LockError> {
+        let (lease, known) = (&self.lease, self.deadline());
+        let renewed = self
+            .shard
+            .with_state(|state, now, later| state.renew(lease, known, ttl, now, later));
+        match renewed {
+            Ok(deadline) => {
+                self.deadline.store(deadline.as_nanos(), Ordering::Release);
+                self.ttl.store(ttl_nanos(ttl), Ordering::Release);
+                Ok(())
+            }
+            Err(LockError::Expired {
+                name,
+                token,
+                deadline,
+                now,
+                ..
+            }) => {
+                let lost = LockError::Expired {
+                    name,
+                    token,
+                    ttl: self.ttl(),
+                    deadline,
+                    now,
+                };
+                trace::renew_refused(&self.lease, &lost);
+                Err(lost)
+            }
+            Err(refused) => {
+                trace::renew_refused(&self.lease, &refused);
+                Err(refused)
+            }
+        }
+    }
+
+    /// The error for this lease found gone at `now`, on the registry's clock.
+    pub(crate) fn expired_at(&self, now: Timestamp) -> LockError {
+        LockError::Expired {
+            name: self.lease.name().into(),
+            token: self.lease.token(),
+            ttl: self.ttl(),
+            deadline: self.deadline(),
+            now,
+        }
+    }
+
+    /// Reports (with the `tracing` feature) that a watcher found this lease gone.
+    pub(crate) fn saw_lapse(&self, how: &LockError) {
+        trace::lapse_seen(&self.lease, how);
     }
 
     /// Releases the lease. Returns `true` when it was live and is now free, `false` when it
@@ -629,11 +715,15 @@ impl<C: Clock> Lock<C> {
 }
 
 impl<C: Timer> Lock<C> {
-    /// Renews the lease to its [`ttl`](Self::ttl) every `every` (zero: a third of the ttl)
-    /// and returns only when a renewal fails, with that error: [`LockError::Expired`] once
-    /// the lease is lost (it lapsed between renewals, or was
-    /// [`force_release`](LockRegistry::force_release)d). Race it against the work, so that
-    /// the work stops when the lease is gone; dropping the future stops the renewals.
+    /// Renews the lease to its [`ttl`](Self::ttl) every `every` and returns only when a
+    /// renewal fails, with that error: [`LockError::Expired`] once the lease is lost (it
+    /// lapsed between renewals, or was [`force_release`](LockRegistry::force_release)d).
+    /// Race it against the work, so that the work stops when the lease is gone; dropping the
+    /// future stops the renewals. It takes `&self`: the work can read the handle meanwhile.
+    ///
+    /// The interval is [`keep_alive_interval`](crate::contract::keep_alive_interval): zero
+    /// means a third of the ttl, and anything above half the ttl is clamped to half, so that
+    /// a typo cannot turn keep-alive off.
     ///
     /// # Example
     /// ```
@@ -651,6 +741,7 @@ impl<C: Timer> Lock<C> {
     ///     let mut cx = Context::from_waker(Waker::noop());
     ///     for _ in 0..10 {
     ///         assert!(alive.as_mut().poll(&mut cx).is_pending());
+    ///         assert_eq!(lock.token(), token, "the handle is readable meanwhile");
     ///         clock.advance(Duration::from_secs(1)); // each second, a renewal to 3 s
     ///     }
     ///     assert_eq!(registry.holder("job").unwrap().token(), token, "renewed, still held");
@@ -661,23 +752,19 @@ impl<C: Timer> Lock<C> {
     /// }
     /// # Ok::<(), LockError>(())
     /// ```
-    pub fn keep_alive(&mut self, every: Duration) -> KeepAlive<'_, C> {
-        let every = if every.is_zero() {
-            (self.ttl / 3).max(Duration::from_nanos(1))
-        } else {
-            every
-        };
+    pub fn keep_alive(&self, every: Duration) -> KeepAlive<'_, C> {
         KeepAlive::new(self, every)
     }
 
     /// Resolves once the lease is no longer held (lapsed, released through another path, or
-    /// force-released). It sleeps to the deadline and checks again, so renewals push it out.
+    /// force-released), with how it ended: [`LockError::Expired`]. It sleeps to the deadline
+    /// and checks again, so renewals push it out.
     ///
     /// # Example
     /// ```
     /// use alkstore_mem::{LockRegistry, ManualClock};
     /// use core::pin::pin;
-    /// use core::task::{Context, Waker};
+    /// use core::task::{Context, Poll, Waker};
     /// use core::time::Duration;
     ///
     /// let clock = ManualClock::new();
@@ -686,8 +773,12 @@ impl<C: Timer> Lock<C> {
     /// let mut lapsed = pin!(lock.lapsed());
     /// let mut cx = Context::from_waker(Waker::noop());
     /// assert!(lapsed.as_mut().poll(&mut cx).is_pending());
-    /// clock.advance(Duration::from_secs(5));
-    /// assert!(lapsed.as_mut().poll(&mut cx).is_ready());
+    /// clock.advance(Duration::from_secs(7));
+    /// let Poll::Ready(why) = lapsed.as_mut().poll(&mut cx) else { panic!() };
+    /// assert_eq!(
+    ///     why.to_string(),
+    ///     "lease on lock \"job\" (fencing token 1) lapsed 2s ago, at the end of its 5s ttl"
+    /// );
     /// # Ok::<(), alkstore_mem::LockError>(())
     /// ```
     pub fn lapsed(&self) -> Lapsed<'_, C> {
@@ -695,8 +786,9 @@ impl<C: Timer> Lock<C> {
     }
 
     /// [`lapsed`](Self::lapsed)'s check: the lease's deadline if it is live, with `waker`
-    /// kept (as watcher `id`) to be woken should it end early (force-released).
-    pub(crate) fn watch(&self, id: &mut Option<u64>, waker: Waker) -> Option<Timestamp> {
+    /// kept (as watcher `id`) to be woken should it end early (force-released); else the
+    /// reading it was found gone at.
+    pub(crate) fn watch(&self, id: &mut Option<u64>, waker: Waker) -> Result<Timestamp, Timestamp> {
         let lease = &self.lease;
         self.shard
             .with_state(|state, now, later| state.watch(lease, id, now, waker, later))
@@ -735,8 +827,8 @@ impl<C> fmt::Debug for Lock<C> {
             .field("name", &self.lease.name())
             .field("owner", &self.lease.owner())
             .field("token", &self.lease.token())
-            .field("deadline", &self.lease.deadline())
-            .field("ttl", &self.ttl)
+            .field("deadline", &self.deadline())
+            .field("ttl", &self.ttl())
             .finish()
     }
 }

@@ -5,9 +5,11 @@ use alloc::vec::Vec;
 
 use crate::lease::LeaseInfo;
 
-/// The held leases and queued waiters of a [`LockRegistry`](crate::LockRegistry), as
-/// [`LockRegistry::snapshot`](crate::LockRegistry::snapshot) saw them (Web Locks `query()`).
+/// The held leases and queued waiters of a store, as its
+/// [`snapshot`](crate::LockStore::snapshot) saw them (what Web Locks' `query()` answers).
+/// Build one with `Snapshot::default()` and push to its fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Snapshot {
     /// Every live lease, sorted by name.
@@ -19,10 +21,29 @@ pub struct Snapshot {
 
 /// One queued [`acquire`](crate::LockRegistry::acquire) call in a [`Snapshot`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Waiting {
     /// The name it waits for.
     pub name: String,
     /// The owner it asked for the lease as.
     pub owner: String,
+}
+
+impl Waiting {
+    /// A waiter on `name` for `owner`, as an engine reports it.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::Waiting;
+    ///
+    /// let waiting = Waiting::new("invoice/1001", "worker-2");
+    /// assert_eq!((waiting.name.as_str(), waiting.owner.as_str()), ("invoice/1001", "worker-2"));
+    /// ```
+    pub fn new(name: &str, owner: &str) -> Self {
+        Waiting {
+            name: name.into(),
+            owner: owner.into(),
+        }
+    }
 }

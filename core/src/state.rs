@@ -217,8 +217,8 @@ impl State {
     }
 
     /// The deadline of `lease` if it is live, with `waker` kept (as watcher `id`, given one
-    /// on the first call) to be woken should the lease end early; `None`, and nothing kept,
-    /// when it is no longer live.
+    /// on the first call) to be woken should the lease end early; `Err` with the reading it
+    /// was found gone at, and nothing kept, when it is no longer live.
     pub(crate) fn watch(
         &mut self,
         lease: &LeaseInfo,
@@ -226,13 +226,13 @@ impl State {
         now: Timestamp,
         waker: Waker,
         later: &mut Deferred,
-    ) -> Option<Timestamp> {
+    ) -> Result<Timestamp, Timestamp> {
         let Some(deadline) = self.table.live_deadline_of(lease, now) else {
             if let Some(id) = id.take() {
                 self.unwatch(lease.token, id, later);
             }
             later.discard(Some(waker));
-            return None;
+            return Err(self.table.clamp(now));
         };
         let id = *id.get_or_insert_with(|| {
             self.next_watcher_id += 1;
@@ -243,7 +243,7 @@ impl State {
             Some((_, kept)) => later.discard(Some(core::mem::replace(kept, waker))),
             None => watchers.push((id, waker)),
         }
-        Some(deadline)
+        Ok(deadline)
     }
 
     /// Forgets watcher `id` of the lease with this token, if it is kept.
@@ -313,19 +313,22 @@ impl State {
         self.table.holder_checked(hash, name, now)
     }
 
+    /// Renews the grant `lease` identifies (its holder last knew its deadline as `known`) to
+    /// `now + ttl`; returns the new deadline.
     #[inline]
     pub(crate) fn renew(
         &mut self,
-        lease: &mut LeaseInfo,
+        lease: &LeaseInfo,
+        known: Timestamp,
         ttl: Duration,
         now: Timestamp,
         later: &mut Deferred,
-    ) -> Result<(), LockError> {
-        self.table.renew(lease, ttl, now)?;
+    ) -> Result<Timestamp, LockError> {
+        let deadline = self.table.renew_deadline(lease, known, ttl, now)?;
         if !self.waiters.is_empty() {
             self.wake_head(lease, later);
         }
-        Ok(())
+        Ok(deadline)
     }
 
     /// After a renew of `lease`: the head waiter of its name sleeps until the holder's

@@ -328,6 +328,9 @@ impl LockTable {
     /// [`LockError::InvalidTtl`] when `ttl` is zero; [`LockError::Expired`] when the lease is
     /// no longer live at `now` (lapsed or released), even if nobody took the name since. A
     /// refused renew changes nothing: a lapsed lease stays lapsed.
+    ///
+    /// The `Expired` error's `ttl` is zero: the table keeps no ttls (a handle that does fills
+    /// it in).
     #[inline]
     pub fn renew(
         &mut self,
@@ -335,6 +338,20 @@ impl LockTable {
         ttl: Duration,
         now: Timestamp,
     ) -> Result<(), LockError> {
+        lease.deadline = self.renew_deadline(lease, lease.deadline, ttl, now)?;
+        Ok(())
+    }
+
+    /// [`renew`](Self::renew) of the grant `lease` identifies, whose deadline its holder
+    /// last knew as `known`: returns the new deadline instead of writing it into `lease`.
+    #[inline]
+    pub(crate) fn renew_deadline(
+        &mut self,
+        lease: &LeaseInfo,
+        known: Timestamp,
+        ttl: Duration,
+        now: Timestamp,
+    ) -> Result<Timestamp, LockError> {
         if let Err(refusal) = check_ttl(ttl) {
             return Err(refusal.into_error(lease.name(), lease.owner(), ttl));
         }
@@ -346,15 +363,15 @@ impl LockTable {
             Some(entry) if live(entry.deadline, now) => {
                 let deadline = now.saturating_add(ttl);
                 entry.deadline = deadline;
-                lease.deadline = deadline;
                 self.earliest_deadline = self.earliest_deadline.min(deadline);
                 self.tick(now);
-                Ok(())
+                Ok(deadline)
             }
             _ => Err(LockError::Expired {
                 name: lease.name().into(),
                 token: lease.token,
-                deadline: lease.deadline,
+                ttl: Duration::ZERO,
+                deadline: known,
                 now,
             }),
         }

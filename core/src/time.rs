@@ -26,6 +26,11 @@ use core::time::Duration;
 /// assert_eq!(Timestamp::MAX.saturating_add(Duration::MAX), Timestamp::MAX);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(transparent)
+)]
 pub struct Timestamp(u64);
 
 impl Timestamp {

@@ -11,7 +11,7 @@
 use core::time::Duration;
 
 use crate::config::Config;
-use crate::error::{InputProblem, LockError, kept};
+use crate::error::{InputProblem, LockError, TtlProblem, kept};
 
 /// The prefix of names kept for alkstore itself; `try_lock` refuses them with
 /// [`LockError::ReservedName`]. Matched ASCII case-insensitively, so `"ALK:x"` is reserved too.
@@ -39,7 +39,10 @@ impl Refusal {
                 owner: kept(owner, &problem),
                 problem,
             },
-            Refusal::Ttl => LockError::InvalidTtl { ttl },
+            Refusal::Ttl => LockError::InvalidTtl {
+                ttl,
+                problem: TtlProblem::Zero,
+            },
         }
     }
 }

@@ -11,7 +11,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::Duration;
 
-use alkstore_mem::{Config, LockError, LockRegistry, ManualClock, Timestamp, with_lock};
+use alkstore_mem::{
+    Config, LockError, LockOptions, LockRegistry, ManualClock, Timestamp, with_lock,
+};
 
 const SEC: Duration = Duration::from_secs(1);
 
@@ -87,7 +89,7 @@ fn keep_alive_poll_returns_at_max_clock() {
         let clock = ManualClock::new();
         let registry = LockRegistry::new(clock.clone());
         clock.set(Timestamp::MAX);
-        let mut lock = registry.try_lock("job", "a", SEC).unwrap().unwrap();
+        let lock = registry.try_lock("job", "a", SEC).unwrap().unwrap();
         let mut alive = pin!(lock.keep_alive(SEC));
         alive.as_mut().poll(&mut noop_cx()).is_pending()
     });
@@ -105,7 +107,7 @@ fn keep_alive_poll_returns_just_below_max_clock() {
         let clock = ManualClock::new();
         let registry = LockRegistry::new(clock.clone());
         clock.set(Timestamp::from_nanos(u64::MAX - 1));
-        let mut lock = registry.try_lock("job", "a", SEC).unwrap().unwrap();
+        let lock = registry.try_lock("job", "a", SEC).unwrap().unwrap();
         let mut alive = pin!(lock.keep_alive(SEC));
         let first = alive.as_mut().poll(&mut noop_cx()).is_pending();
         clock.set(Timestamp::MAX);
@@ -214,8 +216,9 @@ fn with_lock_body_never_runs_while_another_caller_holds_the_name() {
         &registry,
         "n",
         "w",
-        9 * SEC,
-        60 * SEC,
+        LockOptions::ttl(9 * SEC)
+            .wait(60 * SEC)
+            .keep_alive(Duration::ZERO),
         move |lease| {
             let holder = reg2.holder("n").map(|h| h.owner().to_owned());
             *seen.lock().unwrap() = Some(holder.clone());
@@ -532,6 +535,7 @@ fn every_error_display_is_short_single_line_for_hostile_inputs() {
     let e = LockError::Expired {
         name: "\u{2028}".repeat(1 << 16),
         token: 1,
+        ttl: Duration::MAX,
         deadline: Timestamp::MAX,
         now: Timestamp::MAX,
     };

@@ -64,6 +64,11 @@ macro_rules! conformance_suite {
         $crate::__conformance_tests! {
             engine = $engine,
             run = $run,
+            admin::snapshot_lists_the_live_leases_sorted_by_name,
+            admin::snapshot_lists_waiters_in_queue_order,
+            admin::force_release_ends_the_lease_and_returns_it,
+            admin::force_release_hands_the_lease_to_the_head_waiter,
+            admin::force_release_of_a_free_or_invalid_name_is_none,
             exclusion::first_try_lock_wins_and_second_gets_none,
             exclusion::same_owner_asking_again_is_not_reentrant,
             exclusion::distinct_names_are_independent,
@@ -72,6 +77,9 @@ macro_rules! conformance_suite {
             liveness::keep_alive_keeps_the_lease_across_several_advances,
             liveness::keep_alive_with_zero_every_renews_every_third_of_the_ttl,
             liveness::keep_alive_returns_expired_once_the_lease_is_lost,
+            liveness::keep_alive_clamps_an_interval_above_half_the_ttl,
+            liveness::keep_alive_lets_the_work_read_the_handle,
+            liveness::force_release_ends_keep_alive_and_lapsed,
             liveness::lapsed_resolves_after_the_deadline_and_not_before,
             liveness::lapsed_resolves_at_once_for_a_lapsed_lease,
             release::lease_lapses_at_its_deadline,
@@ -110,6 +118,8 @@ macro_rules! conformance_suite {
             with_lock::with_lock_returns_none_when_the_wait_elapses,
             with_lock::with_lock_keeps_the_lease_alive_while_the_body_runs,
             with_lock::with_lock_returns_expired_when_the_lease_is_lost,
+            with_lock::with_lock_without_keep_alive_stops_the_body_at_the_deadline,
+            with_lock::with_lock_stops_the_body_when_force_released,
         }
     };
 }
@@ -232,6 +242,7 @@ mod tests {
     fn every_body_is_in_the_suite() {
         let suite = include_str!("lib.rs");
         let modules = [
+            ("admin", include_str!("bodies/admin.rs")),
             ("exclusion", include_str!("bodies/exclusion.rs")),
             ("liveness", include_str!("bodies/liveness.rs")),
             ("release", include_str!("bodies/release.rs")),

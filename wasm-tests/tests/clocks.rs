@@ -185,7 +185,7 @@ mod browser {
     async fn keep_alive_keeps_a_real_600_ms_lease_for_1500_ms() {
         let clock = PerformanceClock::new();
         let registry = LockRegistry::new(clock.clone());
-        let mut lock = registry
+        let lock = registry
             .try_lock("rt/keep", "tab", Duration::from_millis(600))
             .unwrap()
             .unwrap();

@@ -12,7 +12,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use alkstore_mem::{
     Acquire, Config, InputProblem, LockError, LockRegistry, ManualClock, Snapshot, Timestamp,
-    Waiting,
+    TtlProblem, Waiting,
 };
 use alkstore_mem_conformance::{Probe, manual_registry};
 use core::time::Duration;
@@ -91,7 +91,8 @@ fn zero_ttl_is_refused_by_try_lock_and_renew() {
     assert_eq!(
         reg.try_lock("job", "a", Duration::ZERO).unwrap_err(),
         LockError::InvalidTtl {
-            ttl: Duration::ZERO
+            ttl: Duration::ZERO,
+            problem: TtlProblem::Zero,
         }
     );
     assert!(
@@ -165,6 +166,7 @@ fn renew_after_lapse_is_refused_and_does_not_revive() {
         LockError::Expired {
             name: "job".into(),
             token: lock.token(),
+            ttl: ms(100),
             deadline: Timestamp::from_millis(100),
             now: Timestamp::from_millis(100),
         }
@@ -617,7 +619,7 @@ fn force_release_ends_the_lease_whoever_holds_it() {
     let (reg, _) = manual_registry();
     let mut stuck = reg.try_lock("job", "a", ms(3_600_000)).unwrap().unwrap();
     let ended = reg.force_release("job").expect("it was held");
-    assert_eq!(ended, *stuck.lease());
+    assert_eq!(ended, stuck.info());
     assert!(!stuck.is_held());
     assert_eq!(stuck.remaining(), Duration::ZERO);
     assert!(matches!(stuck.renew(SEC), Err(LockError::Expired { token, .. }) if token == 1));
@@ -661,7 +663,7 @@ fn force_release_serves_the_waiters_in_order_with_larger_tokens() {
 #[test]
 fn keep_alive_and_lapsed_notice_a_force_release() {
     let (reg, clock) = manual_registry();
-    let mut lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
+    let lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
     {
         let mut lapsed = Probe::new(lock.lapsed());
         lapsed.pending();
@@ -676,7 +678,7 @@ fn keep_alive_and_lapsed_notice_a_force_release() {
     assert_eq!(clock.pending_sleeps(), 0);
 
     // A pending keep-alive is woken by the force-release at once, not at its next renewal.
-    let mut lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
+    let lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
     let mut alive = Probe::new(lock.keep_alive(SEC));
     alive.pending();
     reg.force_release("job");
@@ -727,7 +729,7 @@ fn snapshot_lists_leases_by_name_and_waiters_in_queue_order() {
         "live leases only, sorted by name"
     );
     for lock in &locks {
-        assert!(snapshot.held.contains(lock.lease()));
+        assert!(snapshot.held.contains(&lock.info()));
     }
     let waiting: Vec<(&str, &str)> = (snapshot.waiting.iter())
         .map(|w: &Waiting| (w.name.as_str(), w.owner.as_str()))
@@ -799,7 +801,7 @@ fn ttl_is_the_last_grant_or_successful_renew() {
 #[test]
 fn keep_alive_renews_exactly_every_interval_with_one_wake_each() {
     let (reg, clock) = manual_registry();
-    let mut lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
+    let lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
     {
         let mut alive = Probe::new(lock.keep_alive(SEC));
         alive.pending();
@@ -842,7 +844,7 @@ fn keep_alive_renews_exactly_every_interval_with_one_wake_each() {
 #[test]
 fn keep_alive_with_zero_every_sleeps_a_third_of_the_ttl() {
     let (reg, clock) = manual_registry();
-    let mut lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
+    let lock = reg.try_lock("job", "a", ms(3_000)).unwrap().unwrap();
     let mut alive = Probe::new(lock.keep_alive(Duration::ZERO));
     alive.pending();
     assert_eq!(
@@ -854,15 +856,21 @@ fn keep_alive_with_zero_every_sleeps_a_third_of_the_ttl() {
 #[test]
 fn keep_alive_returns_expired_with_the_lease_fields_once_lost() {
     let (reg, clock) = manual_registry();
-    let mut lock = reg.try_lock("job", "a", ms(1_000)).unwrap().unwrap();
+    let lock = reg.try_lock("job", "a", ms(1_000)).unwrap().unwrap();
     let mut alive = Probe::new(lock.keep_alive(ms(1_500)));
     alive.pending();
+    assert_eq!(
+        clock.next_sleep_deadline(),
+        Some(Timestamp::from_millis(500)),
+        "an interval above the ttl is clamped to half of it"
+    );
     clock.advance(ms(1_500));
     assert_eq!(
         alive.ready(),
         LockError::Expired {
             name: "job".into(),
             token: 1,
+            ttl: ms(1_000),
             deadline: Timestamp::from_millis(1_000),
             now: Timestamp::from_millis(1_500),
         }

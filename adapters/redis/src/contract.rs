@@ -5,11 +5,11 @@ use core::future::Future;
 use core::time::Duration;
 
 use alkstore_mem::{
-    AcquireFuture, LeaseInfo, LockError, LockHandle, LockStore, MaybeSend, Timestamp,
+    AcquireFuture, LeaseInfo, LockError, LockHandle, LockStore, MaybeSend, Snapshot, Timestamp,
 };
 
 use crate::acquire::RedisAcquire;
-use crate::lock::RedisLock;
+use crate::lock::{RedisKeepAlive, RedisLapsed, RedisLock};
 use crate::store::RedisLocks;
 
 impl LockStore for RedisLocks {
@@ -35,6 +35,17 @@ impl LockStore for RedisLocks {
     ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
         RedisLocks::holder(self, name)
     }
+
+    fn snapshot(&self) -> impl Future<Output = Result<Snapshot, LockError>> + MaybeSend {
+        RedisLocks::snapshot(self)
+    }
+
+    fn force_release(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
+        RedisLocks::force_release(self, name)
+    }
 }
 
 impl AcquireFuture<RedisLock> for RedisAcquire {
@@ -44,6 +55,9 @@ impl AcquireFuture<RedisLock> for RedisAcquire {
 }
 
 impl LockHandle for RedisLock {
+    type KeepAlive<'a> = RedisKeepAlive<'a>;
+    type Lapsed<'a> = RedisLapsed<'a>;
+
     fn name(&self) -> &str {
         RedisLock::name(self)
     }
@@ -84,11 +98,11 @@ impl LockHandle for RedisLock {
         RedisLock::detach(self);
     }
 
-    fn keep_alive(&mut self, every: Duration) -> impl Future<Output = LockError> + MaybeSend {
+    fn keep_alive(&self, every: Duration) -> RedisKeepAlive<'_> {
         RedisLock::keep_alive(self, every)
     }
 
-    fn lapsed(&self) -> impl Future<Output = ()> + MaybeSend {
+    fn lapsed(&self) -> RedisLapsed<'_> {
         RedisLock::lapsed(self)
     }
 }

@@ -62,10 +62,12 @@ mod config;
 mod contract;
 mod lock;
 mod scripts;
+mod snapshot;
 mod store;
+mod trace;
 mod wake;
 
 pub use acquire::RedisAcquire;
 pub use config::RedisConfig;
-pub use lock::RedisLock;
-pub use store::RedisLocks;
+pub use lock::{RedisKeepAlive, RedisLapsed, RedisLock};
+pub use store::{RedisFuture, RedisLocks};

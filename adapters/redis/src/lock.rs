@@ -1,12 +1,20 @@
 //! [`RedisLock`]: a held lease, and its renew, release and watch operations.
 
 use core::fmt;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use alkstore_mem::{LeaseInfo, LockError, Timestamp};
+use alkstore_mem::contract::keep_alive_interval;
+use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Timestamp, TtlProblem};
 
 use crate::scripts::SCRIPTS;
-use crate::store::{Anchor, RedisLocks, ToRedisArgsDyn, field, from_us, micros};
+use crate::store::{Anchor, RedisFuture, RedisLocks, ToRedisArgsDyn, field, from_us, micros};
+
+/// The future of [`RedisLock::keep_alive`]: resolves to the error that ended the renewals.
+pub type RedisKeepAlive<'a> = BoxedFuture<'a, LockError>;
+
+/// The future of [`RedisLock::lapsed`]: resolves to how the lease ended.
+pub type RedisLapsed<'a> = BoxedFuture<'a, LockError>;
 
 /// A lease held in Redis: the handle [`RedisLocks::try_lock`] and
 /// [`RedisLocks::acquire`] hand out.
@@ -24,11 +32,18 @@ pub struct RedisLock {
     name: String,
     owner: String,
     token: u64,
+    /// What renewals change, behind a lock of its own so that `keep_alive` renews through
+    /// `&self` while the work it guards reads the handle.
+    live: Mutex<Live>,
+    release_on_drop: bool,
+}
+
+/// The lease as of the last grant or renew, and the last reading of the server's clock.
+#[derive(Clone, Copy, Debug)]
+struct Live {
     deadline: Timestamp,
     ttl: Duration,
-    /// The last reply's reading of the server's clock.
     anchor: Anchor,
-    release_on_drop: bool,
 }
 
 impl RedisLock {
@@ -46,11 +61,24 @@ impl RedisLock {
             name: name.into(),
             owner: owner.into(),
             token,
-            deadline,
-            ttl,
-            anchor,
+            live: Mutex::new(Live {
+                deadline,
+                ttl,
+                anchor,
+            }),
             release_on_drop: true,
         }
+    }
+
+    /// The lease as of the last grant or renew.
+    fn live(&self) -> MutexGuard<'_, Live> {
+        // Never held across an await or user code: a poisoned lock still holds good data.
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The last reading of the server's clock.
+    fn anchor(&self) -> Anchor {
+        self.live().anchor
     }
 
     /// The lock's name.
@@ -74,29 +102,42 @@ impl RedisLock {
     /// since the Unix epoch by the server's `TIME`): the lease is live while the server's
     /// time is before it.
     pub fn deadline(&self) -> Timestamp {
-        self.deadline
+        self.live().deadline
     }
 
     /// The ttl of the last grant or renew: what [`keep_alive`](Self::keep_alive) renews to.
     pub fn ttl(&self) -> Duration {
-        self.ttl
+        self.live().ttl
     }
 
-    /// This grant as a [`LeaseInfo`].
+    /// This grant as a [`LeaseInfo`], with the deadline as of the last grant or renew.
     pub fn info(&self) -> LeaseInfo {
-        LeaseInfo::new(&self.name, &self.owner, self.token, self.deadline)
+        LeaseInfo::new(&self.name, &self.owner, self.token, self.deadline())
     }
 
     /// Whether the lease is still live on the server now.
     ///
     /// # Errors
     /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout`.
-    pub async fn is_held(&self) -> Result<bool, LockError> {
+    pub fn is_held(&self) -> RedisFuture<'_, bool> {
+        BoxedFuture::new(async move { Ok(self.check().await?.is_ok()) })
+    }
+
+    /// Asks the server whether the lease is live: `Ok(deadline)` if it is (the anchor
+    /// follows the reply), else `Err(Expired)` at the server's time.
+    async fn check(&self) -> Result<Result<Timestamp, LockError>, LockError> {
+        let sent = Instant::now();
         let reply: Vec<String> = self
             .store
             .run(&SCRIPTS.is_held, &self.name, &[&self.token])
             .await?;
-        Ok(reply.first().map(String::as_str) == Some("1"))
+        let anchor = Anchor::new(field(&reply, 2)?, sent);
+        self.live().anchor = anchor;
+        if reply.first().map(String::as_str) == Some("1") {
+            Ok(Ok(from_us(field(&reply, 1)?)))
+        } else {
+            Ok(Err(self.expired_at(anchor.server)))
+        }
     }
 
     /// Resets the deadline to the server's now + `ttl` and keeps the token.
@@ -106,20 +147,21 @@ impl RedisLock {
     /// or after the deadline, or when the lease was lost (it stays lost);
     /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout` (the
     /// lease then lapses at its deadline unless a later renew succeeds).
-    pub async fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
-        if ttl.is_zero() {
-            return Err(LockError::InvalidTtl { ttl });
-        }
-        self.renew_within(ttl, None).await
+    pub fn renew(&mut self, ttl: Duration) -> RedisFuture<'_, ()> {
+        BoxedFuture::new(async move {
+            if ttl.is_zero() {
+                return Err(LockError::InvalidTtl {
+                    ttl,
+                    problem: TtlProblem::Zero,
+                });
+            }
+            self.renew_within(ttl, None).await
+        })
     }
 
     /// [`renew`](Self::renew), given up with [`LockError::Expired`] once `limit` has passed
     /// without an answer (the caller passes the time left until the estimated deadline).
-    async fn renew_within(
-        &mut self,
-        ttl: Duration,
-        limit: Option<Duration>,
-    ) -> Result<(), LockError> {
+    async fn renew_within(&self, ttl: Duration, limit: Option<Duration>) -> Result<(), LockError> {
         let sent = Instant::now();
         let ttl_us = micros(ttl);
         let args: [&dyn ToRedisArgsDyn; 2] = [&self.token, &ttl_us];
@@ -133,29 +175,37 @@ impl RedisLock {
                 Err(_) => return Err(self.expired()),
             },
         };
-        let now = field(&reply, 2)?;
-        self.anchor = Anchor::new(now, sent);
+        let anchor = Anchor::new(field(&reply, 2)?, sent);
         if reply.first().map(String::as_str) != Some("1") {
-            return Err(LockError::Expired {
-                name: self.name.clone(),
-                token: self.token,
-                deadline: self.deadline,
-                now: from_us(now),
-            });
+            self.live().anchor = anchor;
+            return Err(self.expired_at(anchor.server));
         }
-        self.deadline = from_us(field(&reply, 1)?);
-        self.ttl = ttl;
+        let deadline = from_us(field(&reply, 1)?);
+        *self.live() = Live {
+            deadline,
+            ttl,
+            anchor,
+        };
         Ok(())
+    }
+
+    /// `Expired` for this lease, found gone at `now` on the server's clock.
+    fn expired_at(&self, now: Timestamp) -> LockError {
+        let Live { deadline, ttl, .. } = *self.live();
+        let lost = LockError::Expired {
+            name: self.name.clone(),
+            token: self.token,
+            ttl,
+            deadline,
+            now,
+        };
+        crate::trace::lost(&self.name, self.token, &lost);
+        lost
     }
 
     /// `Expired` for this lease, at the estimated server time.
     fn expired(&self) -> LockError {
-        LockError::Expired {
-            name: self.name.clone(),
-            token: self.token,
-            deadline: self.deadline,
-            now: self.anchor.estimate(),
-        }
+        self.expired_at(self.anchor().estimate())
     }
 
     /// Releases the lease: `Ok(true)` when it was live and is now free (or handed to the
@@ -168,13 +218,17 @@ impl RedisLock {
     /// # Errors
     /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout` (the
     /// lease then lapses at its deadline).
-    pub async fn release(mut self) -> Result<bool, LockError> {
-        // Cancel-safe: if this future is dropped before the release ran (a task aborted
-        // while its request still waited to be sent), `self` is dropped with
-        // `release_on_drop` still set, and the drop releases instead.
-        let released = release(&self.store, &self.name, self.token).await;
-        self.release_on_drop = false;
-        released
+    pub fn release(self) -> RedisFuture<'static, bool> {
+        BoxedFuture::new(async move {
+            // Cancel-safe: if this future is dropped before the release ran (a task aborted
+            // while its request still waited to be sent), the lock is dropped with
+            // `release_on_drop` still set, and the drop releases instead.
+            let mut lock = self;
+            let released = release(&lock.store, &lock.name, lock.token).await;
+            lock.release_on_drop = false;
+            drop(lock);
+            released
+        })
     }
 
     /// Gives up the handle without releasing: the lease stays until its deadline.
@@ -182,96 +236,100 @@ impl RedisLock {
         self.release_on_drop = false;
     }
 
-    /// Renews the lease to its [`ttl`](Self::ttl) every `every` (zero: a third of the ttl)
-    /// and returns only when a renewal fails, with that error: [`LockError::Expired`] once
-    /// the lease is lost, [`LockError::Unavailable`] when Redis answered with an error. Race
-    /// it against the work (`tokio::select!`), so that the work stops when the lease is gone.
+    /// Renews the lease to its [`ttl`](Self::ttl) every `every`, and returns only when a
+    /// renewal fails, with that error: [`LockError::Expired`] once the lease is lost,
+    /// [`LockError::Unavailable`] when Redis answered with an error. Race it against the work
+    /// (`tokio::select!`), so that the work stops when the lease is gone; it takes `&self`,
+    /// so the work can read the handle meanwhile.
+    ///
+    /// The interval is [`keep_alive_interval`]: zero means a third of the ttl, anything
+    /// above half the ttl is clamped to half. A renewal may take up to the `io_timeout`:
+    /// a ttl below twice the `io_timeout` is refused at once with [`LockError::InvalidTtl`]
+    /// ([`TtlProblem::TooShortToKeepAlive`]), since one slow answer could cost that lease.
     ///
     /// It returns no later than the deadline of the last renewal Redis confirmed, by the
     /// local estimate of the server's clock (the instant each request was sent plus the time
     /// the server said was left, which errs early, never late): a renewal that gets no
-    /// answer before then ends it with [`LockError::Expired`], even though the `io_timeout`
-    /// has not run out. Keep the `io_timeout` well below `ttl - every`, so that one slow
-    /// answer does not cost the lease: a renewal sent at `every` has `ttl - every` left.
-    pub async fn keep_alive(&mut self, every: Duration) -> LockError {
-        let every = if every.is_zero() {
-            (self.ttl / 3).max(Duration::from_micros(1))
-        } else {
-            every
-        };
-        let mut due = self.anchor.estimate().saturating_add(every);
-        // Wake-ups (a moved test clock) make it read the server's clock early. The anchor was
-        // read before this registration: a wake-up published in between reached nobody, so
-        // the first turn reads the server's clock again instead of sleeping a whole `every`
-        // on the old reading. (Without a subscription it renews on its own timer.)
+    /// answer before then ends it with [`LockError::Expired`]. A
+    /// [`force_release`](RedisLocks::force_release) wakes it to check at once.
+    pub fn keep_alive(&self, every: Duration) -> RedisKeepAlive<'_> {
+        BoxedFuture::new(self.keep_alive_inner(every))
+    }
+
+    async fn keep_alive_inner(&self, every: Duration) -> LockError {
+        let io_timeout = self.store.inner.config.io_timeout();
+        // Wake-ups (a moved test clock, a force-release) make it ask the server early. The
+        // anchor was read before this registration: a wake-up published in between reached
+        // nobody, so the first turn asks the server again instead of sleeping a whole
+        // interval on the old reading. (Without a subscription it renews on its own timer.)
         let wake = self.sleeper();
         wake.poke();
+        let mut due = None;
         loop {
-            let left = self.anchor.until(self.deadline);
+            let Live {
+                deadline,
+                ttl,
+                anchor,
+            } = *self.live();
+            if ttl < io_timeout.saturating_mul(2) {
+                return LockError::InvalidTtl {
+                    ttl,
+                    problem: TtlProblem::TooShortToKeepAlive { io_timeout },
+                };
+            }
+            let every = keep_alive_interval(every, ttl).max(Duration::from_micros(1));
+            let next = *due.get_or_insert_with(|| anchor.estimate().saturating_add(every));
+            let left = anchor.until(deadline);
             if left.is_zero() {
                 return self.expired();
             }
             tokio::select! {
-                () = tokio::time::sleep(self.anchor.until(due).min(left)) => {}
+                () = tokio::time::sleep(anchor.until(next).min(left)) => {}
                 () = wake.notified() => {
-                    // Woken early (a moved test clock, or a reconnect): renew only if due.
-                    match tokio::time::timeout(left, self.store.server_now()).await {
-                        Ok(Ok(now)) if now.server < due => {
-                            self.anchor = now;
-                            continue;
-                        }
-                        Ok(Ok(now)) => self.anchor = now,
+                    // Woken early (a moved test clock, a force-release, a reconnect): make
+                    // sure the lease is still held, and renew only if due.
+                    match tokio::time::timeout(left, self.check()).await {
+                        Ok(Ok(Ok(_))) if self.anchor().server < next => continue,
+                        Ok(Ok(Ok(_))) => {}
+                        Ok(Ok(Err(gone))) => return gone,
                         Ok(Err(err)) => return err,
                         Err(_) => return self.expired(),
                     }
                 }
             }
             // Every renewal gets no more than the time left until the deadline.
-            let left = self.anchor.until(self.deadline);
+            let left = self.anchor().until(self.deadline());
             if left.is_zero() {
                 return self.expired();
             }
-            if let Err(err) = self.renew_within(self.ttl, Some(left)).await {
+            if let Err(err) = self.renew_within(self.ttl(), Some(left)).await {
                 return err;
             }
-            due = self.anchor.server.saturating_add(every);
+            due = None;
         }
     }
 
-    /// Resolves once the lease is no longer held (lapsed, released elsewhere, or lost). It
-    /// sleeps to the deadline and asks the server again, so renewals push it out. While
-    /// Redis cannot be reached it resolves at the deadline by the local estimate of the
-    /// server's clock (which errs early, never late): no call to Redis may delay it past
-    /// that.
-    pub async fn lapsed(&self) {
-        let mut anchor = self.anchor;
-        let mut deadline = self.deadline;
+    /// Resolves once the lease is no longer held (lapsed, released elsewhere,
+    /// force-released), with how it ended ([`LockError::Expired`]). It sleeps to the deadline
+    /// and asks the server again, so renewals push it out. While Redis cannot be reached it
+    /// resolves at the deadline by the local estimate of the server's clock (which errs
+    /// early, never late): no call to Redis may delay it past that.
+    pub fn lapsed(&self) -> RedisLapsed<'_> {
+        BoxedFuture::new(self.lapsed_inner())
+    }
+
+    async fn lapsed_inner(&self) -> LockError {
         let wake = self.sleeper();
         loop {
-            let left = anchor.until(deadline);
+            let left = self.anchor().until(self.deadline());
             if left.is_zero() {
-                return;
+                return self.expired();
             }
-            let sent = Instant::now();
-            let call = async {
-                self.store
-                    .run::<Vec<String>>(&SCRIPTS.is_held, &self.name, &[&self.token])
-                    .await
-            };
-            let pause = match tokio::time::timeout(left, call).await {
+            let pause = match tokio::time::timeout(left, self.check()).await {
                 // The deadline came first.
-                Err(_) => return,
-                Ok(Ok(reply)) => {
-                    let (Ok(dl), Ok(now)) = (field(&reply, 1), field(&reply, 2)) else {
-                        return;
-                    };
-                    if reply.first().map(String::as_str) != Some("1") {
-                        return;
-                    }
-                    anchor = Anchor::new(now, sent);
-                    deadline = from_us(dl);
-                    anchor.until(deadline)
-                }
+                Err(_) => return self.expired(),
+                Ok(Ok(Err(gone))) => return gone,
+                Ok(Ok(Ok(deadline))) => self.anchor().until(deadline),
                 Ok(Err(_)) => left.min(Duration::from_millis(250)),
             };
             let pause = pause + Duration::from_millis(1);
@@ -396,8 +454,8 @@ impl fmt::Debug for RedisLock {
             .field("name", &self.name)
             .field("owner", &self.owner)
             .field("token", &self.token)
-            .field("deadline", &self.deadline)
-            .field("ttl", &self.ttl)
+            .field("deadline", &self.deadline())
+            .field("ttl", &self.ttl())
             .finish()
     }
 }

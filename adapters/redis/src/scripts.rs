@@ -21,7 +21,8 @@ pub(crate) struct Scripts {
     pub(crate) release: Script,
     pub(crate) acquire: Script,
     pub(crate) cancel: Script,
-    pub(crate) now: Script,
+    pub(crate) force_release: Script,
+    pub(crate) snapshot: Script,
 }
 
 fn script(body: &str) -> Script {
@@ -36,5 +37,6 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     release: script(include_str!("scripts/release.lua")),
     acquire: script(include_str!("scripts/acquire.lua")),
     cancel: script(include_str!("scripts/cancel.lua")),
-    now: script(include_str!("scripts/now.lua")),
+    force_release: script(include_str!("scripts/force_release.lua")),
+    snapshot: script(include_str!("scripts/snapshot.lua")),
 });

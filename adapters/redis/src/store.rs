@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use alkstore_mem::validate::{check_name, check_request};
-use alkstore_mem::{LeaseInfo, LockError, Timestamp};
+use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Snapshot, Timestamp};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script, ToRedisArgs};
 
@@ -16,6 +16,10 @@ use crate::config::RedisConfig;
 use crate::lock::RedisLock;
 use crate::scripts::SCRIPTS;
 use crate::wake::Wake;
+
+/// The future of a one-shot call to Redis ([`RedisLocks::try_lock`], [`RedisLock::renew`](crate::RedisLock::renew), …):
+/// a named type, so that it can be stored and `select!`ed.
+pub type RedisFuture<'a, T> = BoxedFuture<'a, Result<T, LockError>>;
 
 /// Named exclusive locks with TTL leases and fencing tokens, kept in Redis.
 ///
@@ -108,6 +112,15 @@ pub(crate) fn redacted(url: &str) -> String {
     let rest = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     format!("{scheme}://{rest}")
+}
+
+/// The lease in a `{owner, token, dl, ...}` reply on `name`; `None` for an empty reply.
+fn lease_from(name: &str, reply: &[String]) -> Result<Option<LeaseInfo>, LockError> {
+    let Some(owner) = reply.first() else {
+        return Ok(None);
+    };
+    let (token, deadline) = (field(reply, 1)?, field(reply, 2)?);
+    Ok(Some(LeaseInfo::new(name, owner, token, from_us(deadline))))
 }
 
 /// Parses field `i` of a script's reply as a number.
@@ -219,11 +232,13 @@ impl RedisLocks {
                 other => other,
             }
         };
-        match tokio::time::timeout(io, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(unavailable(format!("redis: {e}"))),
-            Err(_) => Err(unavailable(format!("redis did not answer within {io:?}"))),
-        }
+        let failed = match tokio::time::timeout(io, call).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => unavailable(format!("redis: {e}")),
+            Err(_) => unavailable(format!("redis did not answer within {io:?}")),
+        };
+        crate::trace::unavailable(name, &failed);
+        Err(failed)
     }
 
     /// Takes the lock `name` for `owner` until `ttl` from now (on the server's clock), if it
@@ -240,13 +255,27 @@ impl RedisLocks {
     /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout` or the
     /// script fails: then no lock is held by this call (a lease granted by a reply that was
     /// lost lapses at its deadline).
-    pub async fn try_lock(
+    pub fn try_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> RedisFuture<'_, Option<RedisLock>> {
+        let checked = check_request(name, owner, ttl, &self.inner.config.limits());
+        let (name, owner) = (name.to_owned(), owner.to_owned());
+        BoxedFuture::new(async move {
+            checked?;
+            self.try_lock_checked(&name, &owner, ttl).await
+        })
+    }
+
+    /// [`try_lock`](Self::try_lock) of checked inputs.
+    async fn try_lock_checked(
         &self,
         name: &str,
         owner: &str,
         ttl: Duration,
     ) -> Result<Option<RedisLock>, LockError> {
-        check_request(name, owner, ttl, &self.inner.config.limits())?;
         // The request's id makes a retry after a lost reply find its own lease.
         let rid = crate::acquire::new_id();
         let sent = Instant::now();
@@ -257,6 +286,8 @@ impl RedisLocks {
             return Ok(None);
         }
         let (token, deadline, now) = (field(&reply, 1)?, field(&reply, 2)?, field(&reply, 3)?);
+        let deadline_ns = from_us(deadline).as_nanos();
+        crate::trace::granted(name, owner, token, deadline_ns, false);
         Ok(Some(RedisLock::new(
             self.clone(),
             name,
@@ -290,27 +321,82 @@ impl RedisLocks {
     ///
     /// # Errors
     /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout`.
-    pub async fn holder(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
-        if check_name(name, &self.inner.config.limits()).is_err() {
-            return Ok(None);
-        }
-        let reply: Vec<String> = self.run(&SCRIPTS.holder, name, &[]).await?;
-        if reply.is_empty() {
-            return Ok(None);
-        }
-        let owner = &reply[0];
-        let (token, deadline) = (field(&reply, 1)?, field(&reply, 2)?);
-        Ok(Some(LeaseInfo::new(name, owner, token, from_us(deadline))))
+    pub fn holder(&self, name: &str) -> RedisFuture<'_, Option<LeaseInfo>> {
+        let valid = check_name(name, &self.inner.config.limits()).is_ok();
+        let name = name.to_owned();
+        BoxedFuture::new(async move {
+            if !valid {
+                return Ok(None);
+            }
+            let reply: Vec<String> = self.run(&SCRIPTS.holder, &name, &[]).await?;
+            lease_from(&name, &reply)
+        })
     }
 
-    /// The server's lease clock now (for waits that must follow a moved test clock).
-    pub(crate) async fn server_now(&self) -> Result<Anchor, LockError> {
-        let sent = Instant::now();
-        let reply: String = self.run(&SCRIPTS.now, "", &[]).await?;
-        let now = reply
-            .parse()
-            .map_err(|_| unavailable(format!("unexpected reply from a lock script: {reply:?}")))?;
-        Ok(Anchor::new(now, sent))
+    /// Frees `name` whoever holds it, as an operator frees a stuck lock, and resolves to the
+    /// lease it ended: `Ok(None)` when the name had no live lease (or is not a valid name:
+    /// then without a round trip).
+    ///
+    /// The lease goes to the first waiter, if any, with a larger token. The old holder's
+    /// renewals fail with [`LockError::Expired`], its `release` answers `false`, and its
+    /// pending [`keep_alive`](RedisLock::keep_alive) and [`lapsed`](RedisLock::lapsed) are
+    /// woken (by pub/sub) to find out at once.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when Redis does not answer within the `io_timeout`.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_redis::RedisLocks) -> Result<(), alkstore_mem::LockError> {
+    /// if let Some(ended) = locks.force_release("migration").await? {
+    ///     println!("freed {} held by {} (token {})", ended.name(), ended.owner(), ended.token());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn force_release(&self, name: &str) -> RedisFuture<'_, Option<LeaseInfo>> {
+        let valid = check_name(name, &self.inner.config.limits()).is_ok();
+        let name = name.to_owned();
+        BoxedFuture::new(async move {
+            if !valid {
+                return Ok(None);
+            }
+            let reply: Vec<String> = self.run(&SCRIPTS.force_release, &name, &[]).await?;
+            let ended = lease_from(&name, &reply)?;
+            if let Some(lease) = &ended {
+                crate::trace::force_released(lease);
+            }
+            Ok(ended)
+        })
+    }
+
+    /// The held leases and the queued waiters of every name in the namespace, for operators
+    /// and admin pages: leases sorted by name, waiters by name and then in the order they
+    /// will be served.
+    ///
+    /// It lists the namespace's keys with `SCAN` (a walk over the whole keyspace of the
+    /// database, in steps, never blocking the server for long), then reads the names in
+    /// batches, each batch one script on the server's clock. Each name is a consistent view;
+    /// the whole is not one instant, as with the in-memory engine's shards.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when a step does not answer within the `io_timeout`.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_redis::RedisLocks) -> Result<(), alkstore_mem::LockError> {
+    /// let snapshot = locks.snapshot().await?;
+    /// for lease in &snapshot.held {
+    ///     println!("{} held by {} until {}", lease.name(), lease.owner(), lease.deadline());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn snapshot(&self) -> RedisFuture<'_, Snapshot> {
+        BoxedFuture::new(crate::snapshot::snapshot(self))
+    }
+
+    /// A multiplexed connection to run other commands on (the snapshot's `SCAN`).
+    pub(crate) fn connection(&self) -> ConnectionManager {
+        self.inner.conn.clone()
     }
 
     /// Test builds only: the next script this store runs has its reply dropped after the

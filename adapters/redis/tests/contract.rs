@@ -355,8 +355,9 @@ async fn dropping_a_handle_releases_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_renews_and_lapsed_resolves_when_lost() {
-    let locks = store().await;
-    let mut lock = locks
+    // keep_alive needs a ttl of twice the io_timeout: a 300 ms lease, a 150 ms io_timeout.
+    let locks = common::store_with(RedisConfig::new().with_io_timeout(advance_ms(150))).await;
+    let lock = locks
         .try_lock("k", "a", advance_ms(300))
         .await
         .unwrap()
@@ -366,8 +367,12 @@ async fn keep_alive_renews_and_lapsed_resolves_when_lost() {
     assert!(alive.is_err(), "still renewing after 1 s of a 300 ms ttl");
     assert_eq!(locks.holder("k").await.unwrap().unwrap().token(), token);
     let start = std::time::Instant::now();
-    lock.lapsed().await;
+    let why = lock.lapsed().await;
     let took = start.elapsed();
+    assert!(
+        matches!(why, LockError::Expired { token: t, .. } if t == token),
+        "{why:?}"
+    );
     assert!(
         took >= advance_ms(150) && took < advance_ms(500),
         "{took:?}"
@@ -415,4 +420,107 @@ fn stores_are_clone_debug_send_sync() {
     fn send<T: Send + 'static>() {}
     send::<alkstore_redis::RedisLock>();
     send::<alkstore_redis::RedisAcquire>();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_refuses_a_ttl_its_io_timeout_cannot_renew_in_time() {
+    // A 300 ms lease with the default 2 s io_timeout: one slow renewal could lose it, so
+    // keep_alive refuses at once instead of pretending to keep it.
+    let locks = store().await;
+    let lock = locks
+        .try_lock("short", "a", Duration::from_millis(300))
+        .await
+        .unwrap()
+        .unwrap();
+    let refused = tokio::time::timeout(Duration::from_secs(5), lock.keep_alive(Duration::ZERO))
+        .await
+        .expect("refused at once, not after the lease");
+    assert_eq!(
+        refused,
+        LockError::InvalidTtl {
+            ttl: Duration::from_millis(300),
+            problem: alkstore_mem::TtlProblem::TooShortToKeepAlive {
+                io_timeout: Duration::from_secs(2)
+            },
+        }
+    );
+    assert!(
+        lock.is_held().await.unwrap(),
+        "the lease itself is untouched"
+    );
+    // with_lock asked to keep it alive gives the same answer before the body runs.
+    drop(lock);
+    let options =
+        alkstore_mem::LockOptions::ttl(Duration::from_millis(300)).keep_alive(Duration::ZERO);
+    let ran = alkstore_mem::with_lock(&locks, "short", "b", options, |_| async {}).await;
+    assert!(matches!(ran, Err(LockError::InvalidTtl { .. })), "{ran:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snapshots_see_only_their_own_namespace_even_with_glob_characters_in_it() {
+    let base = common::fresh_namespace();
+    let open = |ns: String| common::store_in(ns);
+    let star = open(format!("{base}*")).await;
+    let plain = open(format!("{base}x")).await;
+    let bracket = open(format!("{base}[x]")).await;
+    let _a = star.try_lock("a", "star", TTL).await.unwrap().unwrap();
+    let _b = plain.try_lock("b", "plain", TTL).await.unwrap().unwrap();
+    let _c = bracket
+        .try_lock("c", "bracket", TTL)
+        .await
+        .unwrap()
+        .unwrap();
+    for (store, name) in [(&star, "a"), (&plain, "b"), (&bracket, "c")] {
+        let held = store.snapshot().await.unwrap().held;
+        let names: Vec<&str> = held.iter().map(|l| l.name()).collect();
+        assert_eq!(names, [name]);
+    }
+    // Hostile names round-trip through SCAN and the script.
+    let weird = ["*", "a\\b", "[x]", "100%", "ü/ñ", "q?"];
+    let mut held = Vec::new();
+    for name in weird {
+        held.push(plain.try_lock(name, "o", TTL).await.unwrap().unwrap());
+    }
+    let mut names: Vec<String> = (plain.snapshot().await.unwrap().held.iter())
+        .map(|l| l.name().to_owned())
+        .collect();
+    let mut expected: Vec<String> = weird.iter().map(|n| n.to_string()).collect();
+    expected.push("b".into());
+    expected.sort();
+    names.sort();
+    assert_eq!(names, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_future_of_the_engine_is_a_named_send_type() {
+    use alkstore_redis::{RedisAcquire, RedisFuture, RedisKeepAlive, RedisLapsed, RedisLock};
+    fn send_static<T: Send + 'static>(_: &T) {}
+    /// What a user's guard task might keep in a struct: every future by its name.
+    struct Guard<'a> {
+        alive: RedisKeepAlive<'a>,
+        lapsed: RedisLapsed<'a>,
+        held: RedisFuture<'a, bool>,
+    }
+    let locks =
+        common::store_with(RedisConfig::new().with_io_timeout(Duration::from_millis(500))).await;
+    let acquire: RedisAcquire = locks.acquire("named", "a", Duration::from_secs(5));
+    send_static(&acquire);
+    let lock: RedisLock = acquire.await.unwrap().unwrap();
+    {
+        let guard = Guard {
+            alive: lock.keep_alive(Duration::from_secs(1)),
+            lapsed: lock.lapsed(),
+            held: lock.is_held(),
+        };
+        assert!(guard.held.await.unwrap());
+        let (alive, lapsed) = (guard.alive, guard.lapsed);
+        tokio::select! {
+            lost = alive => panic!("lost: {lost}"),
+            why = lapsed => panic!("lapsed: {why}"),
+            () = tokio::time::sleep(Duration::from_millis(200)) => {}
+        }
+    }
+    let release: RedisFuture<'static, bool> = lock.release();
+    send_static(&release);
+    assert!(tokio::spawn(release).await.unwrap().unwrap());
 }

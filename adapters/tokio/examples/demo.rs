@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore_mem_tokio::{Clock, LockRegistry, TokioClock};
+use alkstore_mem_tokio::{Clock, Fence, LockRegistry, TokioClock};
 
 /// The invoice workers' lease: short, so that a stall loses it.
 const LEASE: Duration = Duration::from_millis(300);
@@ -39,25 +39,33 @@ struct Attempt {
     accepted: bool,
 }
 
-/// The resource the locks protect: it remembers the highest fencing token that wrote each
-/// key and refuses writes that carry an older one. It keeps every attempt, for the checks.
+/// The resource the locks protect: each row keeps a [`Fence`], the highest fencing token
+/// that wrote it, and refuses writes that carry an older one. It keeps every attempt, for
+/// the checks.
 #[derive(Default)]
 struct FencedStore {
-    rows: Mutex<HashMap<String, (String, u64)>>,
+    rows: Mutex<HashMap<String, Row>>,
     attempts: Mutex<Vec<Attempt>>,
+}
+
+/// One row of the store: its value, and the fence that guards it.
+#[derive(Default)]
+struct Row {
+    value: String,
+    fence: Fence,
 }
 
 impl FencedStore {
     fn write(&self, key: &str, by: &str, value: &str, token: u64) -> Result<(), String> {
+        // The check and the write under one lock: a stale write cannot slip between them.
         let mut rows = self.rows.lock().unwrap();
-        let answer = match rows.get(key) {
-            Some((_, seen)) if *seen > token => Err(format!(
-                "refused: token {token} is older than token {seen} that already wrote {key}"
-            )),
-            _ => {
-                rows.insert(key.to_owned(), (value.to_owned(), token));
+        let row = rows.entry(key.to_owned()).or_default();
+        let answer = match row.fence.check(token) {
+            Ok(()) => {
+                row.value = value.to_owned();
                 Ok(())
             }
+            Err(stale) => Err(format!("refused on {key}: {stale}")),
         };
         self.attempts.lock().unwrap().push(Attempt {
             key: key.to_owned(),
@@ -209,7 +217,7 @@ async fn main() {
 
     // worker-3 runs a long report, far longer than one lease: keep_alive renews the lease
     // while the work runs, and if the lease were lost the work would stop there.
-    let mut report = registry
+    let report = registry
         .try_lock("report/nightly", "worker-3", REPORT_LEASE)
         .unwrap()
         .expect("nobody holds report/nightly yet");
@@ -230,9 +238,13 @@ async fn main() {
                 for step in 1..=REPORT_STEPS {
                     tokio::time::sleep(REPORT_STEP).await;
                     if step % 2 == 0 {
+                        // The work reads the lease keep_alive renews (it borrows it shared).
                         log.say(
                             "worker-3",
-                            format!("step {step}/{REPORT_STEPS} done, lease kept alive"),
+                            format!(
+                                "step {step}/{REPORT_STEPS} done, lease kept alive until {} ms",
+                                report.deadline().as_millis()
+                            ),
                         );
                     }
                 }
@@ -294,15 +306,19 @@ async fn main() {
         let mut keys: Vec<_> = rows.keys().collect();
         keys.sort();
         for key in keys {
-            let (value, token) = &rows[key];
-            println!("final  {key:<15} = {value:<17} (written with token {token})");
+            let row = &rows[key];
+            let token = row.fence.highest().expect("written");
+            println!(
+                "final  {key:<15} = {:<17} (written with token {token})",
+                row.value
+            );
         }
         assert_eq!(
-            rows["invoice/1001"].0, "paid by worker-2",
+            rows["invoice/1001"].value, "paid by worker-2",
             "the stale write must not win"
         );
         if report_written {
-            assert_eq!(rows["report/nightly"].1, report_token);
+            assert_eq!(rows["report/nightly"].fence.highest(), Some(report_token));
         }
     }
 

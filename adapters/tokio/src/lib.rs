@@ -46,7 +46,7 @@
 //! A job longer than its lease races [`Lock::keep_alive`] against its work: the work stops
 //! when the lease is lost. [`with_lock`] does the same for a closure, on any [`LockStore`].
 //! ```
-//! use alkstore_mem_tokio::{LockError, LockRegistry, TokioClock, with_lock};
+//! use alkstore_mem_tokio::{LockError, LockOptions, LockRegistry, TokioClock, with_lock};
 //! use std::time::Duration;
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -55,7 +55,7 @@
 //! let ttl = Duration::from_secs(3);
 //!
 //! // By hand: a 10 s job on a 3 s lease, renewed every second.
-//! let mut lock = registry.try_lock("reindex", "host-1", ttl)?.expect("free");
+//! let lock = registry.try_lock("reindex", "host-1", ttl)?.expect("free");
 //! tokio::select! {
 //!     lost = lock.keep_alive(Duration::from_secs(1)) => return Err(lost),
 //!     () = tokio::time::sleep(Duration::from_secs(10)) => {} // the work
@@ -63,8 +63,8 @@
 //! assert!(lock.release(), "still held after 10 s");
 //!
 //! // With a closure: wait up to 5 s, keep alive while the body runs, release after.
-//! let wait = Duration::from_secs(5);
-//! let job = with_lock(&registry, "reindex", "host-2", ttl, wait, |lease| async move {
+//! let options = LockOptions::ttl(ttl).wait(Duration::from_secs(5)).keep_alive(Duration::ZERO);
+//! let job = with_lock(&registry, "reindex", "host-2", options, |lease| async move {
 //!     tokio::time::sleep(Duration::from_secs(10)).await; // the work
 //!     lease.token()
 //! });
@@ -78,11 +78,10 @@
 
 mod clock;
 
-pub use alkstore_mem::{
-    Acquire, AcquireFuture, Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockHandle,
-    LockRegistry, LockStore, LockTable, ManualClock, ManualSleep, MaybeSend, MaybeSync,
-    RESERVED_PREFIX, Snapshot, Timer, Timestamp, Waiting, with_lock,
-};
+// Everything of the core, so that this crate is the only lock crate a user needs: the
+// registry, its handle and futures (`KeepAlive`, `Lapsed`), the contract, `with_lock` and
+// `LockOptions`, `Fence`, the errors.
+pub use alkstore_mem::*;
 pub use clock::TokioClock;
 
 /// A [`LockRegistry`] on tokio time.
@@ -93,3 +92,9 @@ pub type TokioLock = Lock<TokioClock>;
 
 /// The future of [`TokioLockRegistry::acquire`]: `Send + 'static`, so `tokio::spawn` takes it.
 pub type TokioAcquire = Acquire<TokioClock>;
+
+/// The future of [`TokioLock::keep_alive`].
+pub type TokioKeepAlive<'a> = KeepAlive<'a, TokioClock>;
+
+/// The future of [`TokioLock::lapsed`].
+pub type TokioLapsed<'a> = Lapsed<'a, TokioClock>;

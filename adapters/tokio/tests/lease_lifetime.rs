@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use alkstore_mem_tokio::{
-    Clock, Lock, LockError, LockRegistry, TokioAcquire, TokioClock, TokioLock, TokioLockRegistry,
-    with_lock,
+    Clock, Lock, LockError, LockOptions, LockRegistry, TokioAcquire, TokioClock, TokioLock,
+    TokioLockRegistry, with_lock,
 };
 use tokio::time::Instant;
 
@@ -24,7 +24,7 @@ fn assert_send<T: Send>(_: &T) {}
 #[tokio::test(start_paused = true)]
 async fn keep_alive_holds_the_lease_across_many_ttls_then_reports_expired_after_force_release() {
     let registry = LockRegistry::new(TokioClock::new());
-    let mut lock = registry.try_lock("job", "a", TTL).unwrap().unwrap();
+    let lock = registry.try_lock("job", "a", TTL).unwrap().unwrap();
     let token = lock.token();
     assert_send(&lock.keep_alive(EVERY));
 
@@ -63,7 +63,7 @@ async fn keep_alive_holds_the_lease_across_many_ttls_then_reports_expired_after_
 #[tokio::test(start_paused = true)]
 async fn keep_alive_with_zero_every_renews_at_a_third_of_the_ttl() {
     let registry = LockRegistry::new(TokioClock::new());
-    let mut lock = registry.try_lock("job", "a", ms(300)).unwrap().unwrap();
+    let lock = registry.try_lock("job", "a", ms(300)).unwrap().unwrap();
     tokio::select! {
         lost = lock.keep_alive(Duration::ZERO) => panic!("lost the lease: {lost}"),
         () = tokio::time::sleep(ms(1_050)) => {}
@@ -117,14 +117,13 @@ async fn lapsed_resolves_when_the_lease_is_force_released() {
         .unwrap();
     let start = Instant::now();
     tokio::select! {
-        () = lock.lapsed() => panic!("lapsed before anything happened"),
+        why = lock.lapsed() => panic!("lapsed before anything happened: {why}"),
         () = tokio::time::sleep(ms(50)) => {}
     }
     registry.force_release("job").unwrap();
-    // A force-release does not wake the sleeper; it notices at its deadline. Bound the
-    // wait, and check the lease is gone the moment lapsed is asked again.
+    // Check the lease is gone the moment lapsed is asked again.
     tokio::select! {
-        () = lock.lapsed() => {}
+        why = lock.lapsed() => assert!(matches!(why, LockError::Expired { .. })),
         () = tokio::time::sleep(ms(1)) => panic!("a lease already ended is lapsed at once"),
     }
     assert_eq!(start.elapsed(), ms(50));
@@ -139,8 +138,7 @@ async fn with_lock_in_a_spawned_task_outlives_its_ttl_by_keeping_alive() {
             &inside,
             "report",
             "worker-1",
-            TTL,
-            ms(0),
+            LockOptions::ttl(TTL).wait(ms(0)).keep_alive(ms(0)),
             |lease| async move {
                 // Ten ttls of work.
                 tokio::time::sleep(ms(3_000)).await;
@@ -207,8 +205,7 @@ async fn with_lock_stops_the_body_and_returns_expired_when_the_lease_is_force_re
                 &inside,
                 "import",
                 "worker-1",
-                TTL,
-                ms(0),
+                LockOptions::ttl(TTL).wait(ms(0)).keep_alive(ms(0)),
                 |_lease| async move {
                     let _guard = DropFlag(dropped);
                     for _ in 0..100 {
@@ -264,7 +261,8 @@ async fn with_lock_gives_up_after_its_wait_without_running_the_body() {
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
     let start = Instant::now();
-    let result = with_lock(&registry, "import", "b", TTL, ms(400), |_| async move {
+    let options = LockOptions::ttl(TTL).wait(ms(400));
+    let result = with_lock(&registry, "import", "b", options, |_| async move {
         flag.store(true, Ordering::SeqCst);
     })
     .await;

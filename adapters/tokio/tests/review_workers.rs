@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use alkstore_mem_tokio::{LockRegistry, TokioClock, with_lock};
+use alkstore_mem_tokio::{LockOptions, LockRegistry, TokioClock, with_lock};
 
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
@@ -41,8 +41,9 @@ async fn tokio_workers_racing_acquire_and_with_lock_never_share_a_name() {
                         &registry,
                         NAMES[i],
                         "w",
-                        ttl,
-                        Duration::from_millis(2),
+                        LockOptions::ttl(ttl)
+                            .wait(Duration::from_millis(2))
+                            .keep_alive(Duration::ZERO),
                         |lease| {
                             enter(lease.token());
                             let inside = inside.clone();

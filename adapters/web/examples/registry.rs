@@ -20,7 +20,7 @@ async fn run() -> Result<(), LockError> {
     let registry = WebLockRegistry::new(clock.clone());
     let ttl = Duration::from_millis(300);
 
-    let mut lock: WebLock = registry
+    let lock: WebLock = registry
         .try_lock("sync/outbox", "tab-1", ttl)?
         .expect("the name is free");
     log(&format!("tab-1 holds sync/outbox, token {}", lock.token()));

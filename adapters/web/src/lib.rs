@@ -51,11 +51,10 @@ mod sys;
 #[path = "host.rs"]
 mod sys;
 
-pub use alkstore_mem::{
-    Acquire, AcquireFuture, Clock, Config, InputProblem, LeaseInfo, Lock, LockError, LockHandle,
-    LockRegistry, LockStore, LockTable, ManualClock, ManualSleep, MaybeSend, MaybeSync,
-    RESERVED_PREFIX, Snapshot, Timer, Timestamp, Waiting, with_lock,
-};
+// Everything of the core, so that this crate is the only lock crate a user needs: the
+// registry, its handle and futures (`KeepAlive`, `Lapsed`), the contract, `with_lock` and
+// `LockOptions`, `Fence`, the errors.
+pub use alkstore_mem::*;
 pub use clocks::{DateClock, PerformanceClock};
 pub use millis::{millis_f64_until, timestamp_from_millis_f64};
 pub use sleep::TimeoutSleep;
@@ -69,6 +68,12 @@ pub type WebLock = Lock<PerformanceClock>;
 /// The future of [`WebLockRegistry::acquire`]: waits for a lock, optionally bounded with
 /// [`timeout`](Acquire::timeout).
 pub type WebAcquire = Acquire<PerformanceClock>;
+
+/// The future of [`WebLock::keep_alive`].
+pub type WebKeepAlive<'a> = KeepAlive<'a, PerformanceClock>;
+
+/// The future of [`WebLock::lapsed`].
+pub type WebLapsed<'a> = Lapsed<'a, PerformanceClock>;
 
 /// The README's example, compiled and run as a doctest.
 #[cfg(doctest)]

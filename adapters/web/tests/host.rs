@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use alkstore_mem_web::{
-    Clock, DateClock, LockError, PerformanceClock, Timer, WebLockRegistry, with_lock,
+    Clock, DateClock, LockError, LockOptions, PerformanceClock, Timer, WebLockRegistry, with_lock,
 };
 use futures_lite::future::block_on;
 
@@ -70,7 +70,8 @@ fn with_lock_keeps_a_short_lease_alive_while_the_body_sleeps() -> Result<(), Loc
             registry.holder("job").map(|info| info.token()) == Some(lease.token())
         }
     };
-    let still_held = block_on(with_lock(&registry, "job", "a", ttl, LONG, body))?;
+    let options = LockOptions::ttl(ttl).wait(LONG).keep_alive(Duration::ZERO);
+    let still_held = block_on(with_lock(&registry, "job", "a", options, body))?;
     assert_eq!(still_held, Some(true), "renewed past twice its ttl");
     assert!(registry.holder("job").is_none(), "released afterwards");
     Ok(())

@@ -15,6 +15,7 @@ use alkstore_mem::LockStore;
 
 use crate::engine::{Engine, Limits};
 
+pub mod admin;
 pub mod exclusion;
 pub mod liveness;
 pub mod release;

@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use alkstore_mem::{LockError, LockHandle, LockStore};
+use alkstore_mem::{LockError, LockHandle, LockStore, TtlProblem};
 
 use super::{busy, grant, holder_of, open};
 use crate::engine::Engine;
@@ -54,7 +54,8 @@ pub async fn renew_with_zero_ttl_is_refused_and_changes_nothing<E: Engine>(engin
     assert_eq!(
         lock.renew(Duration::ZERO).await,
         Err(LockError::InvalidTtl {
-            ttl: Duration::ZERO
+            ttl: Duration::ZERO,
+            problem: TtlProblem::Zero,
         })
     );
     assert_eq!((lock.deadline(), lock.ttl()), (deadline, secs(10)));

@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use alkstore_mem::{AcquireFuture, InputProblem, LockError, LockHandle, LockStore};
+use alkstore_mem::{AcquireFuture, InputProblem, LockError, LockHandle, LockStore, TtlProblem};
 
 use super::{grant, holder_of, open};
 use crate::engine::{Engine, Limits};
@@ -141,6 +141,7 @@ pub async fn zero_ttl_is_refused_with_invalid_ttl<E: Engine>(engine: &E) {
     let store = open(engine).await;
     let expected = LockError::InvalidTtl {
         ttl: Duration::ZERO,
+        problem: TtlProblem::Zero,
     };
     assert_eq!(
         store.try_lock("job", "a", Duration::ZERO).await.err(),

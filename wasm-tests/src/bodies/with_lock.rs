@@ -4,7 +4,7 @@ use core::cell::Cell;
 use core::future::poll_fn;
 use core::task::Poll;
 
-use alkstore_mem::{LockError, LockStore, with_lock};
+use alkstore_mem::{LockError, LockOptions, LockStore, with_lock};
 
 use super::{grant, holder_of, open};
 use crate::engine::Engine;
@@ -14,7 +14,8 @@ use crate::support::{drive_pending, eventually, renewed, secs};
 /// and releases the lock afterwards.
 pub async fn with_lock_runs_the_body_and_releases<E: Engine>(engine: &E) {
     let store = open(engine).await;
-    let seen = with_lock(&store, "job", "a", secs(30), secs(10), |lease| {
+    let options = LockOptions::ttl(secs(30)).wait(secs(10));
+    let seen = with_lock(&store, "job", "a", options, |lease| {
         let store = store.clone();
         async move {
             let info = store
@@ -46,7 +47,8 @@ pub async fn with_lock_returns_none_when_the_wait_elapses<E: Engine>(engine: &E)
     let holder = grant(&store, "job", "a", secs(100)).await;
     let ran = Cell::new(false);
     let outcome = {
-        let mut work = Box::pin(with_lock(&store, "job", "b", secs(10), secs(10), |_| {
+        let options = LockOptions::ttl(secs(10)).wait(secs(10));
+        let mut work = Box::pin(with_lock(&store, "job", "b", options, |_| {
             ran.set(true);
             async {}
         }));
@@ -59,13 +61,17 @@ pub async fn with_lock_returns_none_when_the_wait_elapses<E: Engine>(engine: &E)
     assert!(alkstore_mem::LockHandle::is_held(&holder).await.unwrap());
 }
 
-/// While the body runs, `with_lock` keeps the lease alive (renewing to the ttl every third
-/// of it), across advances well past the first deadline; it releases when the body ends.
+/// Asked to, `with_lock` keeps the lease alive while the body runs (renewing to the ttl
+/// every third of it), across advances well past the first deadline; it releases when the
+/// body ends.
 pub async fn with_lock_keeps_the_lease_alive_while_the_body_runs<E: Engine>(engine: &E) {
     let store = open(engine).await;
     let done = Cell::new(false);
     let outcome = {
-        let mut work = Box::pin(with_lock(&store, "job", "a", secs(30), secs(10), |lease| {
+        let options = LockOptions::ttl(secs(30))
+            .wait(secs(10))
+            .keep_alive(secs(0));
+        let mut work = Box::pin(with_lock(&store, "job", "a", options, |lease| {
             let done = &done;
             poll_fn(move |_| match done.get() {
                 true => Poll::Ready(lease.token()),
@@ -91,7 +97,10 @@ pub async fn with_lock_keeps_the_lease_alive_while_the_body_runs<E: Engine>(engi
 pub async fn with_lock_returns_expired_when_the_lease_is_lost<E: Engine>(engine: &E) {
     let store = open(engine).await;
     let outcome = {
-        let mut work = Box::pin(with_lock(&store, "job", "a", secs(30), secs(10), |_| {
+        let options = LockOptions::ttl(secs(30))
+            .wait(secs(10))
+            .keep_alive(secs(0));
+        let mut work = Box::pin(with_lock(&store, "job", "a", options, |_| {
             futures_lite::future::pending::<()>()
         }));
         drive_pending(&store, &mut work, "with_lock while its body runs").await;
@@ -104,4 +113,61 @@ pub async fn with_lock_returns_expired_when_the_lease_is_lost<E: Engine>(engine:
         other => panic!("expected Expired, got {other:?}"),
     }
     assert_eq!(holder_of(&store, "job").await, None);
+}
+
+/// Without keep-alive, the body must finish within the ttl: at the deadline `with_lock`
+/// stops it and returns `Expired`, and the name is free.
+pub async fn with_lock_without_keep_alive_stops_the_body_at_the_deadline<E: Engine>(engine: &E) {
+    let store = open(engine).await;
+    let outcome = {
+        let options = LockOptions::ttl(secs(30));
+        let mut work = Box::pin(with_lock(&store, "job", "a", options, |_| {
+            futures_lite::future::pending::<()>()
+        }));
+        drive_pending(&store, &mut work, "with_lock while its body runs").await;
+        engine.advance(&store, secs(20)).await;
+        drive_pending(&store, &mut work, "with_lock before the deadline").await;
+        assert!(
+            holder_of(&store, "job").await.is_some(),
+            "held while the body runs"
+        );
+        engine.advance(&store, secs(10)).await;
+        eventually(&store, &mut work, "with_lock at its deadline").await
+    };
+    match outcome {
+        Err(LockError::Expired { name, ttl, .. }) => {
+            assert_eq!((name.as_str(), ttl), ("job", secs(30)));
+        }
+        other => panic!("expected Expired, got {other:?}"),
+    }
+    assert_eq!(holder_of(&store, "job").await, None);
+}
+
+/// An operator's `force_release` stops a running body at once (with or without keep-alive),
+/// and the next grant carries a larger token.
+pub async fn with_lock_stops_the_body_when_force_released<E: Engine>(engine: &E) {
+    for keep_alive in [false, true] {
+        let store = open(engine).await;
+        let mut options = LockOptions::ttl(secs(30));
+        if keep_alive {
+            options = options.keep_alive(secs(10));
+        }
+        let token = Cell::new(0);
+        let outcome = {
+            let mut work = Box::pin(with_lock(&store, "job", "a", options, |lease| {
+                token.set(lease.token());
+                futures_lite::future::pending::<()>()
+            }));
+            drive_pending(&store, &mut work, "with_lock while its body runs").await;
+            let ended = store.force_release("job").await.unwrap().expect("held");
+            assert_eq!(ended.token(), token.get());
+            eventually(&store, &mut work, "with_lock after a force-release").await
+        };
+        assert!(
+            matches!(outcome, Err(LockError::Expired { ref name, .. }) if name == "job"),
+            "keep_alive {keep_alive}: expected Expired, got {outcome:?}"
+        );
+        let next = grant(&store, "job", "b", secs(10)).await;
+        assert!(alkstore_mem::LockHandle::token(&next) > token.get());
+    }
 }

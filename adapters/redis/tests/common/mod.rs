@@ -54,6 +54,13 @@ pub async fn store_with(config: RedisConfig) -> RedisLocks {
         .expect("the test Redis answers")
 }
 
+/// A store on the shared server in namespace `ns`.
+pub async fn store_in(ns: String) -> RedisLocks {
+    RedisLocks::connect_with(&url(), RedisConfig::new().with_namespace(ns))
+        .await
+        .expect("the test Redis answers")
+}
+
 /// A redis-server of a fault test's own, on `port`, with a scratch dir, no persistence; killed
 /// by its pid when dropped (also when the test panics). Never the shared server.
 pub struct RedisServer {

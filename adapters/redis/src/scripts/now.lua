@@ -1,2 +1,0 @@
--- now(name) -> lease time in µs
-return fmt(NOW)
