@@ -17,12 +17,12 @@ use core::time::Duration;
 
 use alkstore_mem::LockError;
 
-use crate::BoxedFuture;
 use crate::lock::IdbLock;
 use crate::store::{CancelGuard, IdbLocks};
 use crate::sys;
 use crate::tx::ops::{self, Bound, Step, Stepped};
 use crate::util::{micros, race, sleep_us};
+use crate::{BoxedFuture, IdbFuture};
 
 /// The future of [`IdbLocks::acquire`].
 ///
@@ -43,7 +43,7 @@ enum State {
         wait: Option<Duration>,
         checked: Result<(), LockError>,
     },
-    Waiting(BoxedFuture<'static, Result<Option<IdbLock>, LockError>>),
+    Waiting(IdbFuture<'static, Option<IdbLock>>),
     Done,
 }
 
@@ -109,11 +109,11 @@ impl Future for IdbAcquire {
             if let Err(err) = checked {
                 return Poll::Ready(Err(err));
             }
-            self.state = State::Waiting(Box::pin(wait_for(store, name, owner, ttl, wait)));
+            self.state = State::Waiting(BoxedFuture::new(wait_for(store, name, owner, ttl, wait)));
         }
         match &mut self.state {
             State::Waiting(fut) => {
-                let out = fut.as_mut().poll(cx);
+                let out = Pin::new(fut).poll(cx);
                 if out.is_ready() {
                     self.state = State::Done;
                 }

@@ -5,12 +5,13 @@ use core::future::Future;
 use core::time::Duration;
 
 use alkstore_mem::{
-    AcquireFuture, LeaseInfo, LockError, LockHandle, LockStore, MaybeSend, Timestamp,
+    AcquireFuture, LeaseInfo, LockError, LockHandle, LockStore, MaybeSend, Snapshot, Timestamp,
 };
 
 use crate::acquire::IdbAcquire;
 use crate::lock::IdbLock;
 use crate::store::IdbLocks;
+use crate::{IdbKeepAlive, IdbLapsed};
 
 impl LockStore for IdbLocks {
     type Lock = IdbLock;
@@ -35,6 +36,17 @@ impl LockStore for IdbLocks {
     ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
         IdbLocks::holder(self, name)
     }
+
+    fn snapshot(&self) -> impl Future<Output = Result<Snapshot, LockError>> + MaybeSend {
+        IdbLocks::snapshot(self)
+    }
+
+    fn force_release(
+        &self,
+        name: &str,
+    ) -> impl Future<Output = Result<Option<LeaseInfo>, LockError>> + MaybeSend {
+        IdbLocks::force_release(self, name)
+    }
 }
 
 impl AcquireFuture<IdbLock> for IdbAcquire {
@@ -44,6 +56,9 @@ impl AcquireFuture<IdbLock> for IdbAcquire {
 }
 
 impl LockHandle for IdbLock {
+    type KeepAlive<'a> = IdbKeepAlive<'a>;
+    type Lapsed<'a> = IdbLapsed<'a>;
+
     fn name(&self) -> &str {
         IdbLock::name(self)
     }
@@ -84,14 +99,11 @@ impl LockHandle for IdbLock {
         IdbLock::detach(self);
     }
 
-    fn keep_alive(&mut self, every: Duration) -> impl Future<Output = LockError> + MaybeSend {
+    fn keep_alive(&self, every: Duration) -> IdbKeepAlive<'_> {
         IdbLock::keep_alive(self, every)
     }
 
-    fn lapsed(&self) -> impl Future<Output = ()> + MaybeSend {
-        let lapsed = IdbLock::lapsed(self);
-        async move {
-            lapsed.await;
-        }
+    fn lapsed(&self) -> IdbLapsed<'_> {
+        IdbLock::lapsed(self)
     }
 }

@@ -41,6 +41,7 @@ impl Db {
         Registration
     }
 
+    #[cfg(feature = "test-clock")]
     pub(crate) fn post_all(&self) {}
 
     pub(crate) fn name(&self) -> &str {

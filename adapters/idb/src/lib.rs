@@ -17,21 +17,17 @@ mod host;
 #[cfg(target_arch = "wasm32")]
 mod js;
 
-use core::future::Future;
-use core::pin::Pin;
-
 pub use acquire::IdbAcquire;
 pub use alkstore_mem::{LeaseInfo, LockError};
 pub use config::IdbConfig;
 pub use lock::IdbLock;
 pub use store::IdbLocks;
 
-/// A boxed future: `Send` natively, not on wasm32 (where the browser's objects are not).
-#[cfg(not(target_arch = "wasm32"))]
-pub type BoxedFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-/// A boxed future: `Send` natively, not on wasm32 (where the browser's objects are not).
-#[cfg(target_arch = "wasm32")]
-pub type BoxedFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
+pub use alkstore_mem::BoxedFuture;
+
+/// The future of a one-shot call (`try_lock`, `holder`, `snapshot`, `force_release`,
+/// `is_held`, `renew`, `release`): a named [`BoxedFuture`] (`Send` natively, not on wasm32).
+pub type IdbFuture<'a, T> = BoxedFuture<'a, Result<T, LockError>>;
 
 /// The future of [`IdbLock::keep_alive`].
 pub type IdbKeepAlive<'a> = BoxedFuture<'a, LockError>;

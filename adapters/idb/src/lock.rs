@@ -10,7 +10,7 @@ use alkstore_mem::{LeaseInfo, LockError, Timestamp};
 use crate::store::IdbLocks;
 use crate::tx::ops;
 use crate::util::{Either, micros, race, sleep_us, stamp};
-use crate::{BoxedFuture, IdbKeepAlive, IdbLapsed};
+use crate::{BoxedFuture, IdbFuture, IdbKeepAlive, IdbLapsed};
 
 /// A lease held in IndexedDB: the handle [`IdbLocks::try_lock`] and
 /// [`IdbLocks::acquire`] hand out.
@@ -128,12 +128,12 @@ impl IdbLock {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn is_held(&self) -> BoxedFuture<'static, Result<bool, LockError>> {
+    pub fn is_held(&self) -> IdbFuture<'static, bool> {
         let token = self.token;
         let tx = self
             .store
             .on_row(&self.name, move |row, cx| ops::is_held(row, cx, token));
-        Box::pin(async move { Ok(tx.await?.is_some()) })
+        BoxedFuture::new(async move { Ok(tx.await?.is_some()) })
     }
 
     /// Resets the deadline to now + `ttl` (on the engine's clock) and keeps the token.
@@ -152,11 +152,11 @@ impl IdbLock {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn renew(&mut self, ttl: Duration) -> BoxedFuture<'_, Result<(), LockError>> {
+    pub fn renew(&mut self, ttl: Duration) -> IdbFuture<'_, ()> {
         if ttl.is_zero() {
-            return Box::pin(ready(Err(crate::util::zero_ttl())));
+            return BoxedFuture::new(ready(Err(crate::util::zero_ttl())));
         }
-        Box::pin(self.renew_now(ttl))
+        BoxedFuture::new(self.renew_now(ttl))
     }
 
     /// One renewal; `Ok` with the new deadline set on the handle.
@@ -196,10 +196,10 @@ impl IdbLock {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn release(mut self) -> BoxedFuture<'static, Result<bool, LockError>> {
+    pub fn release(mut self) -> IdbFuture<'static, bool> {
         self.release_on_drop = false;
         let token = self.token;
-        Box::pin(
+        BoxedFuture::new(
             self.store
                 .on_row(&self.name, move |row, cx| ops::release(row, cx, token)),
         )
@@ -236,7 +236,7 @@ impl IdbLock {
     /// # }
     /// ```
     pub fn keep_alive(&self, every: Duration) -> IdbKeepAlive<'_> {
-        Box::pin(async move {
+        BoxedFuture::new(async move {
             let io = self.store.config().io_timeout();
             if self.ttl() < io.saturating_mul(2) {
                 return crate::util::too_short_to_keep_alive(self.ttl(), io);
@@ -248,7 +248,10 @@ impl IdbLock {
                 .register(&crate::sys::new_id(), &self.name);
             let mut last = self.store.now_us();
             loop {
-                let interval = micros(crate::util::keep_alive_interval(every, self.ttl()));
+                let interval = micros(alkstore_mem::contract::keep_alive_interval(
+                    every,
+                    self.ttl(),
+                ));
                 let due = last.saturating_add(interval);
                 let now = self.store.now_us();
                 let deadline = self.deadline_us();
@@ -291,7 +294,7 @@ impl IdbLock {
     /// # }
     /// ```
     pub fn lapsed(&self) -> IdbLapsed<'_> {
-        Box::pin(async move {
+        BoxedFuture::new(async move {
             let watch = self
                 .store
                 .inner

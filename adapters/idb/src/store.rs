@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
 use alkstore_mem::validate::{check_name, check_request};
-use alkstore_mem::{LeaseInfo, LockError};
+use alkstore_mem::{LeaseInfo, LockError, Snapshot, Waiting};
 
 use crate::acquire::IdbAcquire;
 use crate::config::IdbConfig;
@@ -15,7 +15,7 @@ use crate::sys::{self, Reading, Scope};
 use crate::tx::ops::{self, Ctx};
 use crate::tx::row::Row;
 use crate::util::{micros, stamp};
-use crate::{BoxedFuture, Shared};
+use crate::{BoxedFuture, IdbFuture, Shared};
 
 /// Named exclusive locks with TTL leases and fencing tokens, shared by every tab and worker
 /// of an origin through one IndexedDB database.
@@ -187,9 +187,9 @@ impl IdbLocks {
         name: &str,
         owner: &str,
         ttl: Duration,
-    ) -> BoxedFuture<'static, Result<Option<IdbLock>, LockError>> {
+    ) -> IdbFuture<'static, Option<IdbLock>> {
         if let Err(err) = check_request(name, owner, ttl, &self.inner.config.limits()) {
-            return Box::pin(ready(Err(err)));
+            return BoxedFuture::new(ready(Err(err)));
         }
         let rid = sys::new_id();
         let ttl_us = micros(ttl);
@@ -197,7 +197,7 @@ impl IdbLocks {
         let tx = self.on_row(name, move |row, cx| ops::try_lock(row, cx, &o, ttl_us, &r));
         let mut guard = CancelGuard::new(self, name, rid);
         let (store, name, owner) = (self.clone(), name.to_owned(), owner.to_owned());
-        Box::pin(async move {
+        BoxedFuture::new(async move {
             let answer = tx.await;
             guard.disarm();
             match answer? {
@@ -265,16 +265,68 @@ impl IdbLocks {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn holder(&self, name: &str) -> BoxedFuture<'static, Result<Option<LeaseInfo>, LockError>> {
+    pub fn holder(&self, name: &str) -> IdbFuture<'static, Option<LeaseInfo>> {
         if check_name(name, &self.inner.config.limits()).is_err() {
-            return Box::pin(ready(Ok(None)));
+            return BoxedFuture::new(ready(Ok(None)));
         }
-        let tx = self.on_row(name, |row, cx| ops::holder(row, cx));
+        let tx = self.on_row(name, ops::holder);
         let name = name.to_owned();
-        Box::pin(async move {
+        BoxedFuture::new(async move {
             Ok(tx
                 .await?
                 .map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
+        })
+    }
+
+    /// The operator's view: every live lease (sorted by name) and every live waiter (by name,
+    /// then in the order they will be served), across every context sharing the database.
+    /// One transaction over all rows; it settles each (a lapsed lease goes to its first
+    /// waiter, as any operation on that name would do), so what it shows is what the next
+    /// operation would find.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the transaction fails or times out.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_idb::IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// let snapshot = locks.snapshot().await?;
+    /// for lease in &snapshot.held {
+    ///     println!("{} held by {} (token {})", lease.name(), lease.owner(), lease.token());
+    /// }
+    /// for waiter in &snapshot.waiting {
+    ///     println!("{} waits for {}", waiter.owner, waiter.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn snapshot(&self) -> IdbFuture<'static, Snapshot> {
+        let tx = self.inner.db.transact(Scope::All, |rows, cx| {
+            let mut held = Vec::new();
+            let mut waiting = Vec::new();
+            for (name, row) in rows.iter_mut() {
+                ops::settle(row, cx);
+                if let Some(l) = &row.lease {
+                    held.push(LeaseInfo::new(name, &l.owner, l.token, stamp(l.deadline)));
+                }
+                for ticket in ops::waiting(row, cx) {
+                    waiting.push(Waiting::new(name, &ticket.owner));
+                }
+            }
+            (held, waiting)
+        });
+        let store = self.clone();
+        BoxedFuture::new(async move {
+            let ((mut held, mut waiting), reading) = tx.await?;
+            store.saw(reading);
+            // By name as Rust orders strings (IndexedDB orders keys by UTF-16 code units);
+            // stable, so each name's waiters keep their queue order.
+            held.sort_by(|a, b| a.name().cmp(b.name()));
+            waiting.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut snapshot = Snapshot::default();
+            snapshot.held = held;
+            snapshot.waiting = waiting;
+            Ok(snapshot)
         })
     }
 
@@ -297,17 +349,14 @@ impl IdbLocks {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn force_release(
-        &self,
-        name: &str,
-    ) -> BoxedFuture<'static, Result<Option<LeaseInfo>, LockError>> {
+    pub fn force_release(&self, name: &str) -> IdbFuture<'static, Option<LeaseInfo>> {
         if check_name(name, &self.inner.config.limits()).is_err() {
-            return Box::pin(ready(Ok(None)));
+            return BoxedFuture::new(ready(Ok(None)));
         }
         let n = name.to_owned();
         let tx = self.on_row(name, move |row, cx| ops::force_release(row, cx, &n));
         let name = name.to_owned();
-        Box::pin(async move {
+        BoxedFuture::new(async move {
             Ok(tx
                 .await?
                 .map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
@@ -321,13 +370,13 @@ impl IdbLocks {
     /// # Errors
     /// [`LockError::Unavailable`] when the transaction fails or times out.
     #[cfg(feature = "test-clock")]
-    pub fn advance_test_clock(&self, by: Duration) -> BoxedFuture<'static, Result<(), LockError>> {
+    pub fn advance_test_clock(&self, by: Duration) -> IdbFuture<'static, ()> {
         let by = micros(by);
         let tx = self.inner.db.transact(Scope::Meta, move |_, cx| {
             cx.meta.offset = cx.meta.offset.saturating_add(by);
         });
         let store = self.clone();
-        Box::pin(async move {
+        BoxedFuture::new(async move {
             let ((), reading) = tx.await?;
             store.saw(reading);
             store.inner.db.post_all();

@@ -8,10 +8,12 @@ use crate::tx::row::Row;
 #[derive(Clone, Debug)]
 pub(crate) enum Scope {
     /// One name's row.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     Row(String),
     /// Every row (for `snapshot`).
     All,
-    /// The `meta` rows only.
+    /// The `clock` row only (for the test clock).
+    #[cfg_attr(not(feature = "test-clock"), allow(dead_code))]
     Meta,
 }
 
@@ -28,7 +30,7 @@ pub(crate) struct Reading {
 }
 
 #[cfg(target_arch = "wasm32")]
-pub(crate) use crate::js::{Db, Registration, TxFuture, date_now_us, new_id, open};
+pub(crate) use crate::js::{Db, date_now_us, new_id, open};
 
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) use crate::host::{Db, date_now_us, new_id, open};

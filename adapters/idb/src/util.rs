@@ -5,7 +5,7 @@ use core::pin::pin;
 use core::task::Poll;
 use core::time::Duration;
 
-use alkstore_mem::{LockError, Timestamp};
+use alkstore_mem::{LockError, Timestamp, TtlProblem};
 use alkstore_mem_web::TimeoutSleep;
 
 use crate::tx::row::MAX_TTL_US;
@@ -69,13 +69,14 @@ pub(crate) fn sleep_us(us: u64) -> TimeoutSleep {
 pub(crate) fn expired(
     name: &str,
     token: u64,
-    _ttl: Duration,
+    ttl: Duration,
     deadline: Timestamp,
     now: Timestamp,
 ) -> LockError {
     LockError::Expired {
         name: name.into(),
         token,
+        ttl,
         deadline,
         now,
     }
@@ -85,21 +86,14 @@ pub(crate) fn expired(
 pub(crate) fn zero_ttl() -> LockError {
     LockError::InvalidTtl {
         ttl: Duration::ZERO,
+        problem: TtlProblem::Zero,
     }
 }
 
 /// `InvalidTtl` for a keep-alive on a lease too short to renew within the io_timeout.
-pub(crate) fn too_short_to_keep_alive(ttl: Duration, _io_timeout: Duration) -> LockError {
-    LockError::InvalidTtl { ttl }
-}
-
-/// How often a keep-alive renews: `every`, a third of the ttl for zero, at most half the
-/// ttl, never below 1 ns.
-pub(crate) fn keep_alive_interval(every: Duration, ttl: Duration) -> Duration {
-    let interval = if every.is_zero() {
-        ttl / 3
-    } else {
-        every.min(ttl / 2)
-    };
-    interval.max(Duration::from_nanos(1))
+pub(crate) fn too_short_to_keep_alive(ttl: Duration, io_timeout: Duration) -> LockError {
+    LockError::InvalidTtl {
+        ttl,
+        problem: TtlProblem::TooShortToKeepAlive { io_timeout },
+    }
 }

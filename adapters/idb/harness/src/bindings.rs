@@ -2,7 +2,6 @@
 
 use core::cell::RefCell;
 use core::future::Future;
-use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use std::rc::Rc;
@@ -181,7 +180,7 @@ impl Lock {
 /// The store side of fencing: refuses a token lower than the highest it saw.
 #[wasm_bindgen]
 #[derive(Debug, Default)]
-pub struct Fence(crate_fence::Fence);
+pub struct Fence(alkstore_mem::Fence);
 
 #[wasm_bindgen]
 impl Fence {
@@ -228,41 +227,3 @@ extern "C" {
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }
-
-/// Until the core's `Fence` lands (0.3): the same rule, kept here.
-mod crate_fence {
-    use core::fmt;
-    use core::sync::atomic::{AtomicU64, Ordering};
-
-    #[derive(Debug, Default)]
-    pub struct Fence(AtomicU64);
-
-    pub struct StaleToken {
-        token: u64,
-        highest: u64,
-    }
-
-    impl fmt::Display for StaleToken {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write!(
-                f,
-                "stale fencing token {} (highest seen {})",
-                self.token, self.highest
-            )
-        }
-    }
-
-    impl Fence {
-        pub fn check(&self, token: u64) -> Result<(), StaleToken> {
-            let highest = self.0.fetch_max(token, Ordering::SeqCst);
-            if token >= highest {
-                Ok(())
-            } else {
-                Err(StaleToken { token, highest })
-            }
-        }
-    }
-}
-
-#[allow(dead_code)]
-fn _assert_pin<T: Future>(_: Pin<&mut T>) {}

@@ -121,6 +121,7 @@ impl Channel {
     }
 
     /// Wakes every sleeper of every context.
+    #[cfg(feature = "test-clock")]
     pub(crate) fn post_all(&self) {
         self.send("*");
     }
@@ -156,11 +157,6 @@ impl Registration {
     /// Resolves at the next wake-up (at once if one came since the last call).
     pub(crate) fn notified(&self) -> Notified<'_> {
         Notified(self)
-    }
-
-    /// Makes the next [`notified`](Self::notified) resolve at once.
-    pub(crate) fn poke(&self) {
-        self.notify.wake();
     }
 }
 

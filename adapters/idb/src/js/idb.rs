@@ -22,6 +22,9 @@ use crate::sys::{Rows, Scope};
 use crate::tx::ops::Ctx;
 use crate::unavailable;
 
+/// An event handler kept alive by its owner.
+pub(crate) type Handler = Closure<dyn FnMut(Event)>;
+
 pub(crate) const LOCKS: &str = "locks";
 pub(crate) const META: &str = "meta";
 
@@ -87,7 +90,7 @@ pub(crate) struct Database {
     db: RefCell<Option<IdbDatabase>>,
     watchdog: Rc<Watchdog>,
     /// Closes the connection when another one wants to upgrade or delete the database.
-    on_close: RefCell<Option<Closure<dyn FnMut(Event)>>>,
+    on_close: RefCell<Option<Handler>>,
 }
 
 impl Database {

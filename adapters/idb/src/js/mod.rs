@@ -50,6 +50,7 @@ impl Db {
     }
 
     /// Wakes every sleeper of every context.
+    #[cfg(feature = "test-clock")]
     pub(crate) fn post_all(&self) {
         self.0.channel.post_all();
     }

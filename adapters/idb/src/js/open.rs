@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Event, IdbDatabase, IdbFactory, IdbObjectStoreParameters, IdbOpenDbRequest};
 
-use super::idb::{LOCKS, META, Slot, describe};
+use super::idb::{Handler, LOCKS, META, Slot, describe};
 use crate::unavailable;
 
 /// The schema version: object stores `locks` (key path `name`) and `meta` (key path `key`,
@@ -48,7 +48,7 @@ pub(crate) async fn open_db(name: &str, io_timeout: Duration) -> Result<IdbDatab
     let slot: Rc<Slot<Result<IdbDatabase, LockError>>> = Slot::new();
     let blocked = Rc::new(Cell::new(false));
     let abandoned = Rc::new(Cell::new(false));
-    let handlers: Rc<RefCell<Option<Closure<dyn FnMut(Event)>>>> = Rc::new(RefCell::new(None));
+    let handlers: Rc<RefCell<Option<Handler>>> = Rc::new(RefCell::new(None));
     let handler = {
         let (slot, blocked, abandoned, handlers) = (
             Rc::clone(&slot),

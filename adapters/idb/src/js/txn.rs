@@ -15,12 +15,15 @@ use web_sys::{Event, IdbRequest, IdbTransaction};
 
 use super::channel::Channel;
 use super::codec;
-use super::idb::{LOCKS, META, Slot, date_now_us, describe};
+use super::idb::{Handler, LOCKS, META, Slot, date_now_us, describe};
 use super::watchdog::Watched;
 use crate::sys::{Reading, Rows, Scope};
 use crate::tx::ops::{Ctx, Notice};
 use crate::tx::row::Meta;
 use crate::{codec_err, unavailable};
+
+/// A transaction's answer: the body's, with the clock it read.
+pub(crate) type Answer<R> = Result<(R, Reading), LockError>;
 
 pub(crate) type Body<R> = Box<dyn FnOnce(&mut Rows, &mut Ctx<'_>) -> R>;
 
@@ -42,7 +45,7 @@ pub(crate) struct TxState<R> {
     /// Why the body refused to write (a malformed row): reported instead of the abort.
     failed: RefCell<Option<LockError>>,
     finished: Cell<bool>,
-    handler: RefCell<Option<Closure<dyn FnMut(Event)>>>,
+    handler: RefCell<Option<Handler>>,
 }
 
 impl<R> Watched for TxState<R> {
@@ -223,7 +226,7 @@ pub(crate) enum TxFuture<R: 'static> {
     /// Waiting for the answer.
     Running(Rc<Slot<Result<(R, Reading), LockError>>>),
     /// The connection had to be opened again first.
-    Later(Pin<Box<dyn Future<Output = Result<(R, Reading), LockError>>>>),
+    Later(Pin<Box<dyn Future<Output = Answer<R>>>>),
 }
 
 impl<R> Future for TxFuture<R> {

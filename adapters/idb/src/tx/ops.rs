@@ -55,6 +55,7 @@ pub(crate) struct Ctx<'m> {
 impl<'m> Ctx<'m> {
     /// Reads the clock: `date_now_us` (+ the offset when `test_clock`), raised to the floor,
     /// which then moves up to it.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn new(meta: &'m mut Meta, date_now_us: u64, test_clock: bool) -> Self {
         let offset = if test_clock { meta.offset } else { 0 };
         let now = date_now_us

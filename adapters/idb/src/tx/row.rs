@@ -75,6 +75,7 @@ pub(crate) struct Row {
 
 impl Row {
     /// Whether the row holds nothing worth keeping (then it is deleted).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn is_empty(&self) -> bool {
         self.lease.is_none() && self.queue.is_empty()
     }
