@@ -18,7 +18,7 @@ mod host;
 mod js;
 
 pub use acquire::IdbAcquire;
-pub use alkstore_mem::{LeaseInfo, LockError};
+pub use alkstore_mem::{LeaseInfo, LockError, Snapshot, TtlProblem, Waiting};
 pub use config::IdbConfig;
 pub use lock::IdbLock;
 pub use store::IdbLocks;

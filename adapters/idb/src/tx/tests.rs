@@ -354,3 +354,55 @@ fn settle_and_waiting_skip_dead_tickets() {
     let ids: Vec<_> = ops::waiting(&row, &cx).map(|t| t.id.as_str()).collect();
     assert_eq!(ids, ["w2"]);
 }
+
+#[test]
+fn only_decisions_that_found_a_lapse_ask_for_the_floor_to_be_written() {
+    let mut meta = Meta::default();
+    let mut row = Row::default();
+    let g = at(&mut meta, T0, |cx| {
+        let g = try_lock(&mut row, cx, "a", 10 * S, "").unwrap();
+        (g, cx.lapse_seen)
+    })
+    .0;
+    assert!(
+        !g.1,
+        "a grant on a free name found nothing lapsed (the token write carries the floor)"
+    );
+    let token = g.0.token;
+    let seen = |meta: &mut Meta, t: u64, row: &mut Row, f: &dyn Fn(&mut Row, &mut Ctx<'_>)| {
+        at(meta, t, |cx| {
+            f(row, cx);
+            cx.lapse_seen
+        })
+        .0
+    };
+    assert!(!seen(&mut meta, T0 + S, &mut row, &|r, cx| {
+        assert!(ops::is_held(r, cx, token).is_some());
+    }));
+    assert!(!seen(&mut meta, T0 + S, &mut row, &|r, cx| {
+        assert!(try_lock(r, cx, "b", S, "").is_err());
+    }));
+    assert!(seen(&mut meta, T0 + 10 * S, &mut row, &|r, cx| {
+        assert!(ops::is_held(r, cx, token).is_none());
+    }));
+    // A live release deletes the lease: nothing left for a stepped-back clock to contradict.
+    let mut live = Row::default();
+    let t = at(&mut meta, T0 + 20 * S, |cx| {
+        try_lock(&mut live, cx, "a", 10 * S, "")
+    })
+    .0
+    .unwrap()
+    .token;
+    assert!(!seen(&mut meta, T0 + 21 * S, &mut live, &|r, cx| {
+        assert!(release(r, cx, t));
+    }));
+    let t = at(&mut meta, T0 + 22 * S, |cx| {
+        try_lock(&mut live, cx, "a", S, "")
+    })
+    .0
+    .unwrap()
+    .token;
+    assert!(seen(&mut meta, T0 + 30 * S, &mut live, &|r, cx| {
+        assert!(!release(r, cx, t));
+    }));
+}

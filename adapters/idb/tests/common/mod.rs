@@ -8,6 +8,7 @@ use alkstore_idb::{IdbConfig, IdbLocks};
 use alkstore_mem_conformance::{Engine, Limits};
 
 /// `IdbLocks` on a fresh database per store.
+#[allow(dead_code)] // not every test binary runs the suite
 pub struct Idb;
 
 /// A database name no other test uses.
