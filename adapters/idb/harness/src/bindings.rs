@@ -100,6 +100,38 @@ impl Locks {
         })
     }
 
+    /// `snapshot`: `{ held: [{ name, owner, token, deadline }], waiting: [{ name, owner }] }`.
+    pub fn snapshot(&self) -> Promise {
+        let fut = self.0.snapshot();
+        future_to_promise(async move {
+            let snapshot = fut.await.map_err(err)?;
+            let held = js_sys::Array::new();
+            for lease in &snapshot.held {
+                let obj = Object::new();
+                set(&obj, "name", lease.name().into());
+                set(&obj, "owner", lease.owner().into());
+                set(&obj, "token", (lease.token() as f64).into());
+                set(
+                    &obj,
+                    "deadline",
+                    (lease.deadline().as_nanos() as f64 / 1e6).into(),
+                );
+                held.push(&obj);
+            }
+            let waiting = js_sys::Array::new();
+            for waiter in &snapshot.waiting {
+                let obj = Object::new();
+                set(&obj, "name", waiter.name.as_str().into());
+                set(&obj, "owner", waiter.owner.as_str().into());
+                waiting.push(&obj);
+            }
+            let obj = Object::new();
+            set(&obj, "held", held.into());
+            set(&obj, "waiting", waiting.into());
+            Ok(obj.into())
+        })
+    }
+
     /// `force_release`: the ended lease's owner, or `null`.
     #[wasm_bindgen(js_name = forceRelease)]
     pub fn force_release(&self, name: String) -> Promise {
