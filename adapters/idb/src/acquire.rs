@@ -17,8 +17,9 @@ use core::time::Duration;
 
 use alkstore_mem::LockError;
 
+use crate::cancel::CancelGuard;
 use crate::lock::IdbLock;
-use crate::store::{CancelGuard, IdbLocks};
+use crate::store::IdbLocks;
 use crate::sys;
 use crate::tx::ops::{self, Bound, Step, Stepped};
 use crate::util::{micros, race, sleep_us};

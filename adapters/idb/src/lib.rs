@@ -88,6 +88,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod acquire;
+mod cancel;
 mod config;
 mod contract;
 mod lock;

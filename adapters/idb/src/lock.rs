@@ -206,6 +206,16 @@ impl IdbLock {
     }
 
     /// Gives up the handle without releasing: the lease stays until its deadline.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(lock: alkstore_idb::IdbLock) {
+    /// // Hand the work to a server that finishes within the lease; it lapses by itself.
+    /// let token = lock.token();
+    /// lock.detach();
+    /// # let _ = token;
+    /// # }
+    /// ```
     pub fn detach(mut self) {
         self.release_on_drop = false;
     }
