@@ -33,9 +33,10 @@ impl Config {
 
     /// At most `max` live leases at once; a `try_lock` of a new name beyond it fails with
     /// [`LockError::CapacityExceeded`](crate::LockError::CapacityExceeded). Lapsed leases do
-    /// not count, except one whose name has waiting
-    /// [`acquire`](crate::LockRegistry::acquire) calls: it is the first waiter's, about to be
-    /// handed over. Default: unlimited.
+    /// not count, except one handed to, or waited for by, an
+    /// [`acquire`](crate::LockRegistry::acquire) that has not resolved yet: that room is the
+    /// waiter's, so that it is granted in place when it comes for the lease. Default:
+    /// unlimited.
     #[must_use]
     pub const fn with_max_locks(mut self, max: usize) -> Self {
         self.max_locks = Some(max);

@@ -9,7 +9,25 @@
 //! - A waiter handed the lease leaves the queue and keeps the grant until its future is
 //!   polled. Should the lease have lapsed by then, the hand-off is lost: the waiter goes back
 //!   to the head of its name's queue (or, if its own wait has elapsed, resolves to `None`).
-//!   An `acquire` never returns a lapsed lease.
+//!   An `acquire` never returns a lapsed lease. Meanwhile the name is free for newcomers
+//!   (a lapsed lease is gone, whoever it was handed to).
+//! - A name keeps its slot in the table, and with it its room under `max_locks`, while it
+//!   has waiters: while its queue exists, and while a grant handed to a waiter is not yet
+//!   collected (each pins the slot; see `LockTable::pin`). Sweeps keep a pinned slot even
+//!   lapsed, and a release on a pinned name ends the lease in its slot instead of removing
+//!   it. So a head waiter is always granted in place, never refused for want of room, even
+//!   after a lost hand-off whose room another name asked for in between: the room stays
+//!   counted, as `Config::with_max_locks` documents, until the waiter collects its grant,
+//!   leaves, or is dropped.
+//! - No waiter is forgotten: every queued waiter holds a grant, sleeps until a time at
+//!   which its standing can change, or is woken by the event that changes it. A waiter
+//!   sleeps until its own wait deadline, and the head waiter until the holder's deadline if
+//!   that is earlier (an unbounded wait behind a lease that never lapses sleeps not at all).
+//!   The events are all under the mutex: a hand-off (release, `force_release`, a lapse seen
+//!   by any call on the name) wakes the waiter handed the lease and the new head, whose
+//!   sleep must follow the new holder; a renewal wakes the head, whose holder's deadline
+//!   moved; the head leaving wakes the next one. Room freed elsewhere in the registry (in
+//!   any shard) is no such event: no waiter ever waits for room.
 //! - Waiters live in a map by id; each name's queue is a deque of ids in arrival order. A
 //!   waiter that leaves (cancelled, timed out) is removed from the map only: its id stays in
 //!   the deque as a tombstone, skipped when it reaches the front, and the deque is compacted
@@ -349,7 +367,7 @@ impl State {
         now: Timestamp,
         later: &mut Deferred,
     ) -> bool {
-        if !self.waiters.is_empty() && self.has_queue(lease) {
+        if !self.waiters.is_empty() && self.table.is_pinned(lease.hash) {
             return self.release_to_waiter(lease, now, later);
         }
         let (was_live, text) = self.table.release_keeping_text(lease, now);
@@ -359,13 +377,9 @@ impl State {
         was_live
     }
 
-    /// Whether someone waits for the name of `lease`.
-    fn has_queue(&self, lease: &LeaseInfo) -> bool {
-        let name = lease.name();
-        self.queues.find(lease.hash, |q| *q.name == *name).is_some()
-    }
-
-    /// `release` of a name with waiters: ends the lease in its slot and hands the slot on.
+    /// `release` of a name whose slot is pinned (it has waiters, queued or handed the lease
+    /// and yet to collect it): ends the lease in its slot, keeping the slot and its room for
+    /// them, and hands it to the head waiter if one is queued.
     fn release_to_waiter(
         &mut self,
         lease: &LeaseInfo,
@@ -516,11 +530,14 @@ impl State {
             if !live(wait_deadline, now) {
                 later.discard(Some(waker));
                 remove_waiter(&mut self.waiters, id, later);
-                // Frees its slot, or hands it to the next waiter.
+                self.table.unpin(lease.hash);
+                // Frees its slot, or keeps it for, or hands it to, the other waiters.
                 self.release(&lease, now, later);
                 return Standing::TimedOut;
             }
-            // It was first in line: back to the head of the queue, with its text again.
+            // It was first in line: back to the head of the queue, with its text again. Its
+            // slot was pinned all along, so it is still there (lapsed, or a newcomer's).
+            let hash = lease.hash;
             if let Some(waiter) = self.waiters.get_mut(&id) {
                 waiter.request.text = OwnedText {
                     name_len: lease.name().len(),
@@ -528,6 +545,7 @@ impl State {
                 };
             }
             self.enqueue(id, true);
+            self.table.unpin(hash);
         }
         let Some(waiter) = self.waiters.get(&id) else {
             later.discard(Some(waker));
@@ -573,6 +591,7 @@ impl State {
     /// grant.
     fn collect(&mut self, id: u64, lease: LeaseInfo, later: &mut Deferred) -> Standing {
         remove_waiter(&mut self.waiters, id, later);
+        self.table.unpin(lease.hash);
         Standing::Granted(lease)
     }
 
@@ -586,6 +605,7 @@ impl State {
         match granted {
             Some(lease) => {
                 remove_waiter(&mut self.waiters, id, later);
+                self.table.unpin(lease.hash);
                 self.release(&lease, now, later);
             }
             None => self.leave(id, later),
@@ -675,6 +695,9 @@ fn settle_queue(
     let text = core::mem::replace(&mut head.request.text, OwnedText::empty());
     match table.grant(hash, text, head.request.ttl, now) {
         Grant::Granted(lease) => {
+            // The grant keeps the slot until it is collected: should it lapse first, its
+            // waiter comes back to the head of the queue and is handed the slot again.
+            table.pin(hash);
             head.granted = Some(lease);
             later.wake(head.waker.take());
             queue.ids.pop_front();
@@ -688,9 +711,13 @@ fn settle_queue(
                 }
             }
         }
-        // Not expected: the name's slot is pinned while it has waiters, so a lapsed one is
-        // reused in place. Should it happen, the head keeps waiting, with its text back.
-        Grant::Busy(text) | Grant::Refused(_, text) => head.request.text = text,
+        // Not expected: the name's slot is pinned while it has waiters (queued, or handed
+        // the lease and yet to collect it), so a lapsed one is reused in place and the
+        // head never needs room. Should it happen, the head keeps waiting, with its text back.
+        Grant::Busy(text) | Grant::Refused(_, text) => {
+            debug_assert!(false, "a queued name lost its slot");
+            head.request.text = text;
+        }
     }
     true
 }

@@ -118,8 +118,9 @@ impl LockTable {
     }
 
     /// Keeps the slot of the name with this hash through sweeps, lapsed or not, until as
-    /// many [`unpin`](Self::unpin)s: a waiter is to be handed it, and a lapsed slot that a
-    /// sweep removed would have to win its room back against newcomers.
+    /// many [`unpin`](Self::unpin)s: a waiter is to be handed it (a queue waits for it, or a
+    /// grant made to a waiter is not yet collected and may lapse first), and a lapsed slot
+    /// that a sweep removed would have to win its room back against newcomers.
     pub(crate) fn pin(&mut self, hash: u64) {
         match self.pins.find_mut(hash, |p| p.0 == hash) {
             Some(pin) => pin.1 += 1,
@@ -127,6 +128,12 @@ impl LockTable {
                 self.pins.insert_unique(hash, (hash, 1), |p| p.0);
             }
         }
+    }
+
+    /// Whether the slot of the name with this hash is pinned (kept for a waiter).
+    #[inline]
+    pub(crate) fn is_pinned(&self, hash: u64) -> bool {
+        !self.pins.is_empty() && self.pins.find(hash, |p| p.0 == hash).is_some()
     }
 
     /// Undoes one [`pin`](Self::pin). The slot may be lapsed: the next sweep may take it.

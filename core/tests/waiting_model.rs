@@ -1,20 +1,37 @@
-//! Property test for waiting: random interleavings of try_lock, acquire (polled by hand),
-//! cancellation, release, renew, detach and clock moves, checked step by step against a
-//! small model of the FIFO hand-off rules. Also checks that no wake-up is lost: a waiter
-//! that is handed the lease has been woken by the time anyone looks.
+//! Property test for waiting: random interleavings of try_lock, acquire (bounded or not,
+//! polled by hand), cancellation, release, renew, detach, force_release, sweeps and clock
+//! moves, on registries with and without `max_locks`, checked step by step against a small
+//! model of the FIFO hand-off rules, lost hand-offs and the room they keep included. Also
+//! checks that no waiter is forgotten:
+//! - a waiter handed the lease has been woken since its last poll;
+//! - after every step, every queued waiter has been woken since its last poll, or has a
+//!   sleep registered no later than the time at which its standing can change without any
+//!   event (its wait deadline; the head's: the holder's deadline, if earlier);
+//! - at the end, the waiters left, polled only when woken (as an executor polls them) with
+//!   the clock moved only to the next registered sleep, all resolve.
+//!
+//! `PROPTEST_CASES` sets the number of random cases (default 2048); the steps run and the
+//! time taken are printed (`cargo test --test waiting_model -- --nocapture`).
 
-use std::collections::{BTreeMap, VecDeque};
+#[path = "waiting_model/model.rs"]
+mod model;
+#[path = "waiting_model/traced.rs"]
+mod traced;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use alkstore_mem::{Acquire, Lock, LockRegistry, ManualClock, Timestamp};
+use alkstore_mem::{Acquire, Config, Lock, LockError, LockRegistry, Timestamp};
 use proptest::prelude::*;
+use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 
-const NAMES: [&str; 2] = ["a", "b"];
+use model::{Answer, FOREVER, Model, ModelWaiter, NAMES, Start};
+use traced::Traced;
+
 const OWNERS: [&str; 3] = ["w1", "w2", "w3"];
 
 #[derive(Debug, Clone)]
@@ -28,7 +45,7 @@ enum Op {
         name: usize,
         owner: usize,
         ttl: u64,
-        wait: u64,
+        wait: Option<u64>,
     },
     Poll(usize),
     Cancel(usize),
@@ -39,13 +56,16 @@ enum Op {
         ttl: u64,
     },
     Detach(usize),
+    ForceRelease(usize),
+    Sweep,
     Advance(u64),
 }
 
 fn op() -> impl Strategy<Value = Op> {
+    let wait = prop_oneof![2 => (0u64..60).prop_map(Some), 1 => Just(None)];
     prop_oneof![
-        3 => (0..2usize, 0..3usize, 1u64..40).prop_map(|(name, owner, ttl)| Op::TryLock { name, owner, ttl }),
-        4 => (0..2usize, 0..3usize, 1u64..40, 0u64..60)
+        4 => (0..3usize, 0..3usize, 1u64..40).prop_map(|(name, owner, ttl)| Op::TryLock { name, owner, ttl }),
+        4 => (0..3usize, 0..3usize, 1u64..40, wait)
             .prop_map(|(name, owner, ttl, wait)| Op::Acquire { name, owner, ttl, wait }),
         4 => (0..6usize).prop_map(Op::Poll),
         1 => (0..6usize).prop_map(Op::Cancel),
@@ -53,8 +73,15 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..6usize).prop_map(Op::DropLock),
         1 => (0..6usize, 1u64..40).prop_map(|(lock, ttl)| Op::Renew { lock, ttl }),
         1 => (0..6usize).prop_map(Op::Detach),
+        1 => (0..3usize).prop_map(Op::ForceRelease),
+        1 => Just(Op::Sweep),
         3 => (0u64..25).prop_map(Op::Advance),
     ]
+}
+
+/// `max_locks`: mostly small, so that names compete for room.
+fn max_locks() -> impl Strategy<Value = Option<usize>> {
+    prop_oneof![1 => Just(None), 3 => (1usize..=3).prop_map(Some)]
 }
 
 struct Counter(AtomicUsize);
@@ -66,359 +93,342 @@ impl Wake for Counter {
 
 /// A real `acquire` future, polled by hand, and what the model knows of it.
 struct RealWaiter {
-    future: Pin<Box<Acquire<ManualClock>>>,
+    future: Pin<Box<Acquire<Traced>>>,
     wakes: Arc<Counter>,
+    /// The wake count at the last poll.
+    seen: usize,
     id: usize,
 }
 
 impl RealWaiter {
-    fn poll(&mut self) -> Poll<Option<Lock<ManualClock>>> {
-        let waker = Waker::from(self.wakes.clone());
-        self.future
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .map(|r| r.expect("valid requests never fail here"))
+    fn waker(&self) -> Waker {
+        Waker::from(self.wakes.clone())
+    }
+
+    fn woken(&self) -> bool {
+        self.wakes.0.load(Ordering::SeqCst) > self.seen
+    }
+
+    fn poll(&mut self) -> Poll<Result<Option<Lock<Traced>>, LockError>> {
+        self.seen = self.wakes.0.load(Ordering::SeqCst);
+        let waker = self.waker();
+        self.future.as_mut().poll(&mut Context::from_waker(&waker))
     }
 }
 
-#[derive(Debug, Clone)]
-struct ModelWaiter {
-    name: &'static str,
-    owner: &'static str,
-    ttl: u64,
-    wait_deadline: u64,
-    /// (token, deadline) once handed the lease.
-    granted: Option<(u64, u64)>,
+fn static_name(name: &str) -> &'static str {
+    NAMES.iter().find(|n| **n == name).unwrap()
 }
 
-/// What the model expects a poll of a waiter to answer.
-#[derive(Debug)]
-enum Answer {
-    Granted(u64, u64),
-    TimedOut,
-    Pending,
+fn fail(message: String) -> TestCaseError {
+    TestCaseError::fail(message)
 }
 
-#[derive(Default)]
-struct Model {
-    now: u64,
-    next_token: u64,
-    /// name -> (owner, token, deadline); may be lapsed.
-    leases: BTreeMap<&'static str, (&'static str, u64, u64)>,
-    queues: BTreeMap<&'static str, VecDeque<usize>>,
-    waiters: BTreeMap<usize, ModelWaiter>,
+/// One random case: the registry, the model, and the futures and handles in play.
+struct Run {
+    clock: Traced,
+    registry: LockRegistry<Traced>,
+    model: Model,
+    waiters: Vec<RealWaiter>,
+    locks: Vec<Lock<Traced>>,
+    next_id: usize,
 }
 
-impl Model {
-    fn live(&self, name: &str) -> Option<(&'static str, u64, u64)> {
-        self.leases.get(name).copied().filter(|l| l.2 > self.now)
-    }
-
-    fn grant(&mut self, name: &'static str, owner: &'static str, ttl: u64) -> (u64, u64) {
-        self.next_token += 1;
-        let deadline = self.now + ttl;
-        self.leases.insert(name, (owner, self.next_token, deadline));
-        (self.next_token, deadline)
-    }
-
-    fn queued(&self, name: &str) -> bool {
-        self.queues.get(name).is_some_and(|q| !q.is_empty())
-    }
-
-    /// Hands a lapsed or released lease to the head waiter. Returns whether newcomers must
-    /// treat the name as taken.
-    fn settle(&mut self, name: &'static str) -> bool {
-        if !self.queued(name) {
-            return false;
-        }
-        if self.live(name).is_none() {
-            let head = self.queues.get_mut(name).unwrap().pop_front().unwrap();
-            let (owner, ttl) = (self.waiters[&head].owner, self.waiters[&head].ttl);
-            let grant = self.grant(name, owner, ttl);
-            self.waiters.get_mut(&head).unwrap().granted = Some(grant);
-        }
-        true
-    }
-
-    fn any_waiters(&self) -> bool {
-        !self.waiters.is_empty()
-    }
-
-    fn try_lock(
-        &mut self,
-        name: &'static str,
-        owner: &'static str,
-        ttl: u64,
-    ) -> Option<(u64, u64)> {
-        if self.any_waiters() && self.settle(name) {
-            return None;
-        }
-        if self.live(name).is_some() {
-            return None;
-        }
-        Some(self.grant(name, owner, ttl))
-    }
-
-    fn release(&mut self, name: &'static str, token: u64) -> bool {
-        let was_live = match self.leases.get(name) {
-            Some(&(_, t, deadline)) if t == token => {
-                self.leases.remove(name);
-                deadline > self.now
-            }
-            _ => false,
+impl Run {
+    fn new(max_locks: Option<usize>) -> Self {
+        let clock = Traced::default();
+        let config = match max_locks {
+            Some(max) => Config::new().with_max_locks(max),
+            None => Config::new(),
         };
-        if self.any_waiters() {
-            self.settle(name);
-        }
-        was_live
-    }
-
-    /// A later poll of waiter `id`. A grant that is still live is collected; a grant that
-    /// lapsed before the poll is lost: the waiter times out if its wait elapsed, else goes
-    /// back to the head of the queue. A waiter in line settles its name, then times out or
-    /// keeps waiting.
-    fn poll(&mut self, id: usize) -> Answer {
-        let w = self.waiters[&id].clone();
-        if let Some((token, deadline)) = w.granted {
-            if deadline > self.now {
-                self.waiters.remove(&id);
-                return Answer::Granted(token, deadline);
-            }
-            if self.now >= w.wait_deadline {
-                self.waiters.remove(&id);
-                self.release(w.name, token);
-                return Answer::TimedOut;
-            }
-            self.waiters.get_mut(&id).unwrap().granted = None;
-            self.queues.entry(w.name).or_default().push_front(id);
-        }
-        self.settle(w.name);
-        if let Some((token, deadline)) = self.waiters[&id].granted {
-            self.waiters.remove(&id);
-            return Answer::Granted(token, deadline);
-        }
-        if self.now >= w.wait_deadline {
-            self.leave_queue(id);
-            return Answer::TimedOut;
-        }
-        Answer::Pending
-    }
-
-    fn leave_queue(&mut self, id: usize) {
-        let name = self.waiters.remove(&id).unwrap().name;
-        let queue = self.queues.get_mut(name).unwrap();
-        queue.retain(|&w| w != id);
-        if queue.is_empty() {
-            self.queues.remove(name);
+        Run {
+            registry: LockRegistry::with_config(clock.clone(), config),
+            clock,
+            model: Model::new(max_locks),
+            waiters: Vec::new(),
+            locks: Vec::new(),
+            next_id: 0,
         }
     }
-}
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let clock = ManualClock::new();
-    let registry = LockRegistry::new(clock.clone());
-    let mut model = Model::default();
-    let mut waiters: Vec<RealWaiter> = Vec::new();
-    let mut locks: Vec<Lock<ManualClock>> = Vec::new();
-    let mut next_id = 0usize;
-
-    // Polls real waiter `i` and checks the answer against the model.
-    let poll = |i: usize,
-                waiters: &mut Vec<RealWaiter>,
-                model: &mut Model,
-                locks: &mut Vec<Lock<ManualClock>>|
-     -> Result<(), TestCaseError> {
-        let id = waiters[i].id;
-        let real = waiters[i].poll();
-        let w = model.waiters[&id].clone();
-        let name = w.name;
-        match (real, model.poll(id)) {
-            (Poll::Ready(Some(lock)), Answer::Granted(token, deadline)) => {
+    /// Polls real waiter `i` and checks the answer against the model.
+    fn poll(&mut self, i: usize) -> Result<(), TestCaseError> {
+        let id = self.waiters[i].id;
+        let real = self.waiters[i].poll();
+        let w = self.model.waiters[&id].clone();
+        match (real, self.model.poll(id)) {
+            (Poll::Ready(Ok(Some(lock))), Answer::Granted(token, deadline)) => {
                 prop_assert_eq!((lock.owner(), lock.token()), (w.owner, token));
                 prop_assert_eq!(lock.deadline(), Timestamp::from_millis(deadline));
                 prop_assert!(lock.is_held(), "acquire returned a lapsed lease");
-                waiters.remove(i);
-                locks.push(lock);
+                self.waiters.remove(i);
+                self.locks.push(lock);
             }
-            (Poll::Ready(None), Answer::TimedOut) => {
-                prop_assert!(
-                    model.now >= w.wait_deadline,
-                    "gave up before its wait elapsed"
-                );
-                waiters.remove(i);
+            (Poll::Ready(Ok(None)), Answer::TimedOut) => {
+                prop_assert!(self.model.now >= w.wait_deadline, "gave up early");
+                self.waiters.remove(i);
             }
             (Poll::Pending, Answer::Pending) => {
-                prop_assert!(
-                    model.now < w.wait_deadline,
-                    "still pending after its wait elapsed"
-                );
+                prop_assert!(self.model.now < w.wait_deadline, "pending after its wait");
             }
             (real, expected) => {
-                return Err(TestCaseError::fail(format!(
-                    "waiter #{id} on {name}: real {:?}, model {expected:?}",
-                    real.map(|r| r.map(|l| (l.owner().to_owned(), l.token())))
+                return Err(fail(format!(
+                    "waiter #{id} on {}: real {:?}, model {expected:?}",
+                    w.name,
+                    real.map(|r| r.map(|l| l.map(|l| (l.owner().to_owned(), l.token()))))
                 )));
             }
         }
         Ok(())
-    };
+    }
 
-    for op in ops {
+    /// Releases (or drops) a held handle, in the model too.
+    fn let_go(&mut self, i: usize, by_release: bool) -> Result<(), TestCaseError> {
+        let lock = self.locks.remove(i);
+        let expected = self.model.release(static_name(lock.name()), lock.token());
+        if by_release {
+            prop_assert_eq!(lock.release(), expected);
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
         match op {
             Op::TryLock { name, owner, ttl } => {
                 let (name, owner) = (NAMES[name], OWNERS[owner]);
-                let real = registry
-                    .try_lock(name, owner, Duration::from_millis(ttl))
-                    .unwrap();
-                let expected = model.try_lock(name, owner, ttl);
-                prop_assert_eq!(
-                    real.as_ref().map(|l| (l.token(), l.deadline())),
-                    expected.map(|(t, d)| (t, Timestamp::from_millis(d)))
-                );
-                locks.extend(real);
+                let real = self
+                    .registry
+                    .try_lock(name, owner, Duration::from_millis(ttl));
+                match (real, self.model.start(name, owner, ttl)) {
+                    (Ok(Some(lock)), Start::Granted(token, deadline)) => {
+                        prop_assert_eq!(lock.token(), token);
+                        prop_assert_eq!(lock.deadline(), Timestamp::from_millis(deadline));
+                        self.locks.push(lock);
+                    }
+                    (Ok(None), Start::Busy) => {}
+                    (Err(LockError::CapacityExceeded { .. }), Start::Full) => {}
+                    (real, expected) => {
+                        let real = real.map(|l| l.map(|l| l.token()));
+                        return Err(fail(format!(
+                            "try_lock({name}): real {real:?}, model {expected:?}"
+                        )));
+                    }
+                }
             }
             Op::Acquire {
                 name,
                 owner,
                 ttl,
                 wait,
-            } => {
-                let (name, owner) = (NAMES[name], OWNERS[owner]);
-                let future = registry
-                    .acquire(name, owner, Duration::from_millis(ttl))
-                    .timeout(Duration::from_millis(wait));
-                let mut real = RealWaiter {
-                    future: Box::pin(future),
-                    wakes: Arc::new(Counter(AtomicUsize::new(0))),
-                    id: next_id,
-                };
-                next_id += 1;
-                // The model of the first poll: queue behind waiters, else grant, else wait or give up.
-                let answer = real.poll();
-                let taken = model.any_waiters() && model.settle(name);
-                let expected = if !taken && model.live(name).is_none() {
-                    Some(model.grant(name, owner, ttl))
-                } else {
-                    None
-                };
-                match (answer, expected) {
-                    (Poll::Ready(Some(lock)), Some((token, deadline))) => {
-                        prop_assert_eq!(
-                            (lock.token(), lock.deadline()),
-                            (token, Timestamp::from_millis(deadline))
-                        );
-                        locks.push(lock);
-                    }
-                    (Poll::Ready(None), None) => prop_assert_eq!(wait, 0),
-                    (Poll::Pending, None) => {
-                        prop_assert!(wait > 0);
-                        model.waiters.insert(
-                            real.id,
-                            ModelWaiter {
-                                name,
-                                owner,
-                                ttl,
-                                wait_deadline: model.now + wait,
-                                granted: None,
-                            },
-                        );
-                        model.queues.entry(name).or_default().push_back(real.id);
-                        waiters.push(real);
-                    }
-                    (answer, expected) => {
-                        return Err(TestCaseError::fail(format!(
-                            "acquire({name}, wait {wait}): real {:?}, model {expected:?}",
-                            answer.map(|r| r.map(|l| l.token()))
-                        )));
-                    }
-                }
-            }
-            Op::Poll(i) if i < waiters.len() => poll(i, &mut waiters, &mut model, &mut locks)?,
-            Op::Cancel(i) if i < waiters.len() => {
-                let real = waiters.remove(i);
-                let id = real.id;
-                drop(real);
-                let w = model.waiters[&id].clone();
+            } => self.acquire(name, owner, ttl, wait)?,
+            Op::Poll(i) if i < self.waiters.len() => self.poll(i)?,
+            Op::Cancel(i) if i < self.waiters.len() => {
+                let id = self.waiters.remove(i).id;
+                let w = self.model.waiters[&id].clone();
                 match w.granted {
                     Some((token, _)) => {
-                        model.waiters.remove(&id);
-                        model.release(w.name, token);
+                        self.model.waiters.remove(&id);
+                        self.model.release(w.name, token);
                     }
-                    None => model.leave_queue(id),
+                    None => self.model.leave_queue(id),
                 }
             }
-            Op::Release(i) if i < locks.len() => {
-                let lock = locks.remove(i);
-                let name = NAMES.iter().find(|n| **n == lock.name()).unwrap();
-                let expected = model.release(name, lock.token());
-                prop_assert_eq!(lock.release(), expected);
-            }
-            Op::DropLock(i) if i < locks.len() => {
-                let lock = locks.remove(i);
-                let name = NAMES.iter().find(|n| **n == lock.name()).unwrap();
-                model.release(name, lock.token());
-                drop(lock);
-            }
-            Op::Renew { lock, ttl } if lock < locks.len() => {
-                let handle = &mut locks[lock];
-                let name = NAMES.iter().find(|n| **n == handle.name()).unwrap();
-                let live = model.live(name).is_some_and(|l| l.1 == handle.token());
+            Op::Release(i) if i < self.locks.len() => self.let_go(i, true)?,
+            Op::DropLock(i) if i < self.locks.len() => self.let_go(i, false)?,
+            Op::Renew { lock, ttl } if lock < self.locks.len() => {
+                let handle = &mut self.locks[lock];
+                let name = static_name(handle.name());
+                let live = self.model.live(name).is_some_and(|l| l.1 == handle.token());
                 prop_assert_eq!(handle.renew(Duration::from_millis(ttl)).is_ok(), live);
                 if live {
-                    let now = model.now;
-                    model.leases.get_mut(name).unwrap().2 = now + ttl;
+                    let now = self.model.now;
+                    self.model.leases.get_mut(name).unwrap().2 = now + ttl;
                 }
             }
-            Op::Detach(i) if i < locks.len() => locks.remove(i).detach(),
+            Op::Detach(i) if i < self.locks.len() => self.locks.remove(i).detach(),
+            Op::ForceRelease(name) => {
+                let name = NAMES[name];
+                let real = self.registry.force_release(name).map(|l| l.token());
+                prop_assert_eq!(real, self.model.force_release(name), "force_release");
+            }
+            Op::Sweep => drop(self.registry.sweep()),
             Op::Advance(by) => {
-                clock.advance(Duration::from_millis(by));
-                model.now += by;
+                self.clock.clock.advance(Duration::from_millis(by));
+                self.model.now += by;
             }
             _ => {}
         }
+        Ok(())
+    }
 
-        // Lost wake-ups: every waiter the model has handed the lease to was woken.
-        for real in &waiters {
-            if model.waiters[&real.id].granted.is_some() {
-                prop_assert!(
-                    real.wakes.0.load(Ordering::SeqCst) > 0,
-                    "waiter #{} granted but never woken",
-                    real.id
-                );
+    /// The first poll of a new `acquire`: queue behind waiters, else grant, else refuse for
+    /// want of room, else wait or give up.
+    fn acquire(
+        &mut self,
+        name: usize,
+        owner: usize,
+        ttl: u64,
+        wait: Option<u64>,
+    ) -> Result<(), TestCaseError> {
+        let (name, owner) = (NAMES[name], OWNERS[owner]);
+        let mut future = self
+            .registry
+            .acquire(name, owner, Duration::from_millis(ttl));
+        if let Some(wait) = wait {
+            future = future.timeout(Duration::from_millis(wait));
+        }
+        let mut real = RealWaiter {
+            future: Box::pin(future),
+            wakes: Arc::new(Counter(AtomicUsize::new(0))),
+            seen: 0,
+            id: self.next_id,
+        };
+        self.next_id += 1;
+        match (real.poll(), self.model.start(name, owner, ttl)) {
+            (Poll::Ready(Ok(Some(lock))), Start::Granted(token, deadline)) => {
+                prop_assert_eq!(lock.token(), token);
+                prop_assert_eq!(lock.deadline(), Timestamp::from_millis(deadline));
+                self.locks.push(lock);
+            }
+            (Poll::Ready(Err(LockError::CapacityExceeded { .. })), Start::Full) => {}
+            (Poll::Ready(Ok(None)), Start::Busy) => prop_assert_eq!(wait, Some(0)),
+            (Poll::Pending, Start::Busy) => {
+                prop_assert_ne!(wait, Some(0));
+                let wait_deadline = wait.map_or(FOREVER, |wait| self.model.now + wait);
+                let waiter = ModelWaiter {
+                    name,
+                    owner,
+                    ttl,
+                    wait_deadline,
+                    granted: None,
+                };
+                self.model.waiters.insert(real.id, waiter);
+                self.model
+                    .queues
+                    .entry(name)
+                    .or_default()
+                    .push_back(real.id);
+                self.waiters.push(real);
+            }
+            (answer, expected) => {
+                let answer = answer.map(|r| r.map(|l| l.map(|l| l.token())));
+                return Err(fail(format!(
+                    "acquire({name}, wait {wait:?}): real {answer:?}, model {expected:?}"
+                )));
             }
         }
-        prop_assert_eq!(registry.waiters(), model.waiters.len());
+        Ok(())
+    }
+
+    /// No waiter forgotten, no wake-up lost, and the registry's view agrees with the model.
+    fn check(&mut self) -> Result<(), TestCaseError> {
+        for real in &self.waiters {
+            let w = &self.model.waiters[&real.id];
+            if real.woken() {
+                continue;
+            }
+            prop_assert!(
+                w.granted.is_none(),
+                "waiter #{} handed the lease, not woken",
+                real.id
+            );
+            let due = self.model.due(real.id);
+            if due == FOREVER {
+                continue; // only an event can change its standing, and that event wakes it
+            }
+            let sleep = self.clock.sleep_of(&real.waker());
+            prop_assert!(
+                sleep.is_some_and(|s| s <= Timestamp::from_millis(due)),
+                "waiter #{} on {} forgotten: not woken, asleep until {:?}, due at {} ms",
+                real.id,
+                w.name,
+                sleep,
+                due
+            );
+        }
+        prop_assert_eq!(self.registry.waiters(), self.model.waiters.len());
         // `holder` settles lapsed leases too (when anyone waits); the model does the same.
         for name in NAMES {
-            if model.any_waiters() {
-                model.settle(name);
+            if self.model.any_waiters() {
+                self.model.settle(name);
             }
-            let real = registry
-                .holder(name)
-                .map(|h| (h.owner().to_owned(), h.token()));
-            let expected = model.live(name).map(|(o, t, _)| (o.to_owned(), t));
+            let real = (self.registry.holder(name)).map(|h| (h.owner().to_owned(), h.token()));
+            let expected = self.model.live(name).map(|(o, t, _)| (o.to_owned(), t));
             prop_assert_eq!(real, expected, "holder({})", name);
         }
+        Ok(())
     }
 
-    // Drain: poll every waiter until its wait has surely elapsed; all must resolve and
-    // nothing may stay queued.
-    clock.advance(Duration::from_secs(10));
-    model.now += 10_000;
-    while !waiters.is_empty() {
-        poll(0, &mut waiters, &mut model, &mut locks)?;
+    /// Lets go of every handle, then serves the waiters left as an executor would: polls
+    /// only a woken one, and when none is, moves the clock to the next registered sleep.
+    /// Every waiter must resolve; one left pending with no wake and no sleep is forgotten.
+    fn drain(&mut self) -> Result<(), TestCaseError> {
+        while !self.locks.is_empty() {
+            self.let_go(0, false)?;
+        }
+        for _ in 0..100_000 {
+            if self.waiters.is_empty() {
+                prop_assert_eq!(self.registry.waiters(), 0);
+                prop_assert_eq!(self.clock.clock.pending_sleeps(), 0, "sleeps leaked");
+                return Ok(());
+            }
+            if let Some(i) = self.waiters.iter().position(RealWaiter::woken) {
+                self.poll(i)?;
+                while !self.locks.is_empty() {
+                    self.let_go(0, true)?;
+                }
+                self.check()?;
+                continue;
+            }
+            let Some(next) = self.clock.clock.next_sleep_deadline() else {
+                let ids: Vec<usize> = self.waiters.iter().map(|w| w.id).collect();
+                return Err(fail(format!(
+                    "forgotten waiters {ids:?}: none woken, none asleep"
+                )));
+            };
+            prop_assert_eq!(next.as_nanos() % 1_000_000, 0);
+            self.clock.clock.set(next);
+            self.model.now = next.as_millis();
+        }
+        Err(fail("the waiters never resolved".into()))
     }
-    drop(locks);
-    prop_assert_eq!(registry.waiters(), 0);
-    prop_assert_eq!(clock.pending_sleeps(), 0, "sleeps leaked");
-    Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
-
-    #[test]
-    fn waiting_matches_the_fifo_hand_off_model(ops in proptest::collection::vec(op(), 1..60)) {
-        run(ops)?;
+fn run(max_locks: Option<usize>, ops: Vec<Op>) -> Result<usize, TestCaseError> {
+    let steps = ops.len();
+    let mut run = Run::new(max_locks);
+    for op in ops {
+        run.apply(op)?;
+        run.check()?;
     }
+    run.drain()?;
+    Ok(steps)
+}
+
+#[test]
+fn waiting_matches_the_fifo_hand_off_model() {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2048);
+    let config = ProptestConfig {
+        cases,
+        source_file: Some(file!()),
+        ..ProptestConfig::default()
+    };
+    let steps = AtomicUsize::new(0);
+    let started = Instant::now();
+    let strategy = (max_locks(), proptest::collection::vec(op(), 1..80));
+    let result = TestRunner::new(config).run(&strategy, |(max_locks, ops)| {
+        steps.fetch_add(run(max_locks, ops)?, Ordering::Relaxed);
+        Ok(())
+    });
+    if let Err(failure) = result {
+        panic!("{failure}");
+    }
+    println!(
+        "waiting model: {cases} cases, {} steps in {:.1?}",
+        steps.load(Ordering::Relaxed),
+        started.elapsed()
+    );
 }

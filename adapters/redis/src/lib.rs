@@ -58,6 +58,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod acquire;
+mod cleanup;
 mod config;
 mod contract;
 mod lock;
