@@ -168,9 +168,10 @@ bench-idb: idb-setup
 	@scripts/idb-harness.sh bench | tee target/bench-idb.md
 
 ## demo-web: four workers share invoice/1001 and one stalls: run headless (the story printed and
-## checked, the README's screenshot refreshed), then served for your browser until Ctrl-C
-## (DEMO_SERVE=0: exit after the headless run)
-DEMO_SERVE ?= 1
+## checked, the README's screenshot refreshed), then, from a terminal, served for your browser
+## until Ctrl-C (DEMO_SERVE=1: always serve; DEMO_SERVE=0: never)
+DEMO_SERVE ?= auto
 demo-web: idb-setup
-	@scripts/idb-harness.sh demo --screenshot adapters/idb/demo.png $(if $(filter 1,$(DEMO_SERVE)),--serve,)
+	@serve=; if [ "$(DEMO_SERVE)" = 1 ] || { [ "$(DEMO_SERVE)" = auto ] && [ -t 0 ]; }; then serve=--serve; fi; \
+	scripts/idb-harness.sh demo --screenshot adapters/idb/demo.png $$serve
 ## end idb ---------------------------------------------------------------------------------
