@@ -21,7 +21,7 @@ use crate::cancel::CancelGuard;
 use crate::lock::IdbLock;
 use crate::store::IdbLocks;
 use crate::sys;
-use crate::tx::ops::{self, Bound, Step, Stepped};
+use crate::tx::ops::{self, Step, Stepped};
 use crate::util::{micros, race, sleep_us};
 use crate::{BoxedFuture, IdbFuture};
 
@@ -152,14 +152,16 @@ async fn wait_for(
     let watch = store.inner.db.register(&id, &name);
     let mut guard = CancelGuard::new(&store, &name, id.clone());
     let ttl_us = micros(ttl);
-    let mut bound = Bound::First(wait.map(micros));
+    // The wait counts from this first poll, by this context's estimate of the engine's clock
+    // (never ahead of what the transactions read): a zero wait ends at once, as try_lock.
+    let wait_until = wait.map_or(0, |w| store.now_us().saturating_add(micros(w)).max(1));
     loop {
         let (i, o) = (id.clone(), owner.clone());
         let step = Step {
             id: "",
             owner: "",
             ttl: ttl_us,
-            bound,
+            wait_until,
             heartbeat: heartbeat_us.saturating_mul(3),
         };
         let (stepped, now) = store
@@ -188,11 +190,7 @@ async fn wait_for(
                 guard.disarm();
                 return Ok(None);
             }
-            Stepped::Queued {
-                wait_until,
-                head_deadline,
-            } => {
-                bound = Bound::Until(wait_until);
+            Stepped::Queued { head_deadline } => {
                 let mut until = now.saturating_add(heartbeat_us);
                 if wait_until != 0 {
                     until = until.min(wait_until);

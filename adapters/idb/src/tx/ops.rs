@@ -187,22 +187,16 @@ pub(crate) fn try_lock(
     Ok(grant(row, cx, owner, ttl, rid, None))
 }
 
-/// How a waiting `acquire` bounds its wait.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Bound {
-    /// The first step: wait this many µs (`None`: without limit), counted from its `now`.
-    First(Option<u64>),
-    /// A later step: the wait ends at this lease time (0: never), as the first step said.
-    Until(u64),
-}
-
 /// One step of a waiting `acquire`.
 #[derive(Clone, Debug)]
 pub(crate) struct Step<'a> {
     pub(crate) id: &'a str,
     pub(crate) owner: &'a str,
     pub(crate) ttl: u64,
-    pub(crate) bound: Bound,
+    /// The end of the wait on the engine's clock (0: none), fixed by the caller at its first
+    /// poll, so that the wait counts from there even when the first step waits in a queue of
+    /// transactions.
+    pub(crate) wait_until: u64,
     /// How long the ticket stays alive without another step (µs of raw time).
     pub(crate) heartbeat: u64,
 }
@@ -214,23 +208,15 @@ pub(crate) enum Stepped {
     Granted(Granted),
     /// The wait is over without a grant (for a zero wait: the name was busy).
     Over,
-    /// Still queued. `wait_until` is the end of the wait (0: none), for later steps;
-    /// `head_deadline` the holder's deadline when this waiter is first in line.
-    Queued {
-        wait_until: u64,
-        head_deadline: Option<u64>,
-    },
+    /// Still queued; `head_deadline` is the holder's deadline when this waiter is first in
+    /// line.
+    Queued { head_deadline: Option<u64> },
 }
 
 /// One step of `acquire`: picks up a lease handed to this waiter, or takes a free name, or
 /// joins (or stays in) the queue and refreshes its heartbeat, or leaves once its wait is over.
 pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
-    let wait_until = match s.bound {
-        Bound::First(None) => 0,
-        // A zero wait ends now (and `now` is never 0).
-        Bound::First(Some(wait)) => cx.after(wait).max(1),
-        Bound::Until(until) => until,
-    };
+    let wait_until = s.wait_until;
     let over = wait_until != 0 && cx.now >= wait_until;
     cx.lapse_seen |= over;
     settle(row, cx);
@@ -256,10 +242,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         }
         row.queue[pos].heartbeat_until = cx.raw.saturating_add(s.heartbeat);
         let head_deadline = (pos == 0).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
-        return Stepped::Queued {
-            wait_until,
-            head_deadline,
-        };
+        return Stepped::Queued { head_deadline };
     }
     // A new arrival, or a waiter whose ticket was dropped while it looked dead: the back.
     if row.lease.is_none() {
@@ -277,10 +260,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
     });
     let head_deadline =
         (row.queue.len() == 1).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
-    Stepped::Queued {
-        wait_until,
-        head_deadline,
-    }
+    Stepped::Queued { head_deadline }
 }
 
 /// A waiting `acquire` (or a `try_lock`) that will never pick up its answer: its ticket

@@ -1,8 +1,8 @@
 //! The transaction bodies, natively, on hand-made clocks: every rule of `ops` once.
 
 use super::ops::{
-    self, Bound, Ctx, Granted, Notice, Step, Stepped, cancel, force_release, holder, release,
-    renew, settle, try_lock,
+    self, Ctx, Granted, Notice, Step, Stepped, cancel, force_release, holder, release, renew,
+    settle, try_lock,
 };
 use super::row::{MAX_EXACT, Meta, Row};
 
@@ -16,12 +16,12 @@ fn at<R>(meta: &mut Meta, at: u64, f: impl FnOnce(&mut Ctx<'_>) -> R) -> (R, Vec
     (out, cx.notices)
 }
 
-fn step<'a>(id: &'a str, bound: Bound) -> Step<'a> {
+fn step(id: &str, wait_until: u64) -> Step<'_> {
     Step {
         id,
         owner: id,
         ttl: 10 * S,
-        bound,
+        wait_until,
         heartbeat: 3 * S,
     }
 }
@@ -95,19 +95,14 @@ fn release_hands_the_name_to_the_first_waiter_and_its_next_step_picks_it_up() {
     let (g, _) = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""));
     let holder_token = g.unwrap().token;
     for id in ["w1", "w2"] {
-        let (s, _) = at(&mut meta, T0, |cx| {
-            ops::step(&mut row, cx, &step(id, Bound::First(None)))
-        });
-        assert!(matches!(s, Stepped::Queued { wait_until: 0, .. }), "{s:?}");
+        let (s, _) = at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step(id, 0)));
+        assert!(matches!(s, Stepped::Queued { .. }), "{s:?}");
     }
     // Only the head learns the holder's deadline.
-    let (s, _) = at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("w1", Bound::Until(0)))
-    });
+    let (s, _) = at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w1", 0)));
     assert_eq!(
         s,
         Stepped::Queued {
-            wait_until: 0,
             head_deadline: Some(T0 + 100 * S)
         }
     );
@@ -121,7 +116,7 @@ fn release_hands_the_name_to_the_first_waiter_and_its_next_step_picks_it_up() {
     let (busy, _) = at(&mut meta, T0 + S, |cx| try_lock(&mut row, cx, "x", S, ""));
     assert!(busy.is_err());
     let (s, notices) = at(&mut meta, T0 + S, |cx| {
-        ops::step(&mut row, cx, &step("w1", Bound::Until(0)))
+        ops::step(&mut row, cx, &step("w1", 0))
     });
     assert_eq!(granted(s).token, lease.token);
     assert!(row.lease.as_ref().unwrap().claimed);
@@ -138,14 +133,14 @@ fn a_ticket_whose_heartbeat_expired_is_skipped() {
     let (mut meta, mut row) = (Meta::default(), Row::default());
     let (g, _) = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""));
     at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("gone", Bound::First(None)))
+        ops::step(&mut row, cx, &step("gone", 0))
     });
     at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("alive", Bound::First(None)))
+        ops::step(&mut row, cx, &step("alive", 0))
     });
     // "alive" refreshes its heartbeat; "gone" (a closed tab) does not.
     at(&mut meta, T0 + 2 * S, |cx| {
-        ops::step(&mut row, cx, &step("alive", Bound::Until(0)))
+        ops::step(&mut row, cx, &step("alive", 0))
     });
     let (_, notices) = at(&mut meta, T0 + 4 * S, |cx| {
         release(&mut row, cx, g.unwrap().token)
@@ -159,10 +154,10 @@ fn a_hand_off_to_a_waiter_that_went_away_lapses_at_its_heartbeat_and_passes_on()
     let (mut meta, mut row) = (Meta::default(), Row::default());
     let (g, _) = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""));
     at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("gone", Bound::First(None)))
+        ops::step(&mut row, cx, &step("gone", 0))
     });
     at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("next", Bound::First(None)))
+        ops::step(&mut row, cx, &step("next", 0))
     });
     at(&mut meta, T0 + S, |cx| {
         release(&mut row, cx, g.unwrap().token)
@@ -170,16 +165,16 @@ fn a_hand_off_to_a_waiter_that_went_away_lapses_at_its_heartbeat_and_passes_on()
     assert_eq!(row.lease.as_ref().unwrap().grantee, "gone");
     // "next" keeps stepping; "gone" never comes back for its lease.
     let (s, _) = at(&mut meta, T0 + 2 * S, |cx| {
-        ops::step(&mut row, cx, &step("next", Bound::Until(0)))
+        ops::step(&mut row, cx, &step("next", 0))
     });
     assert!(matches!(s, Stepped::Queued { .. }));
     let (s, _) = at(&mut meta, T0 + 3 * S, |cx| {
-        ops::step(&mut row, cx, &step("next", Bound::Until(0)))
+        ops::step(&mut row, cx, &step("next", 0))
     });
     assert_eq!(granted(s).deadline, T0 + 13 * S);
     // Coming back late, "gone" joins the back of the queue.
     let (s, _) = at(&mut meta, T0 + 4 * S, |cx| {
-        ops::step(&mut row, cx, &step("gone", Bound::Until(0)))
+        ops::step(&mut row, cx, &step("gone", 0))
     });
     assert!(matches!(s, Stepped::Queued { .. }));
     assert_eq!(row.queue[0].id, "gone");
@@ -188,13 +183,9 @@ fn a_hand_off_to_a_waiter_that_went_away_lapses_at_its_heartbeat_and_passes_on()
 #[test]
 fn a_zero_wait_answers_as_try_lock_and_queues_nothing() {
     let (mut meta, mut row) = (Meta::default(), Row::default());
-    let (s, _) = at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("a", Bound::First(Some(0))))
-    });
+    let (s, _) = at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("a", T0)));
     granted(s);
-    let (s, _) = at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("b", Bound::First(Some(0))))
-    });
+    let (s, _) = at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("b", T0)));
     assert_eq!(s, Stepped::Over);
     assert!(row.queue.is_empty());
 }
@@ -206,24 +197,21 @@ fn a_bounded_wait_ends_with_over_and_the_next_waiter_becomes_head() {
         .0
         .unwrap();
     let (s, _) = at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("w1", Bound::First(Some(5 * S))))
+        ops::step(&mut row, cx, &step("w1", T0 + 5 * S))
     });
     assert_eq!(
         s,
         Stepped::Queued {
-            wait_until: T0 + 5 * S,
             head_deadline: Some(T0 + 100 * S)
         }
     );
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("w2", Bound::First(None)))
-    });
+    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w2", 0)));
     let (s, _) = at(&mut meta, T0 + 4 * S, |cx| {
-        ops::step(&mut row, cx, &step("w1", Bound::Until(T0 + 5 * S)))
+        ops::step(&mut row, cx, &step("w1", T0 + 5 * S))
     });
     assert!(matches!(s, Stepped::Queued { .. }));
     let (s, notices) = at(&mut meta, T0 + 5 * S, |cx| {
-        ops::step(&mut row, cx, &step("w1", Bound::Until(T0 + 5 * S)))
+        ops::step(&mut row, cx, &step("w1", T0 + 5 * S))
     });
     assert_eq!(s, Stepped::Over);
     assert_eq!(notices, vec![Notice::Waiter("w2".into())]);
@@ -236,12 +224,8 @@ fn cancelling_a_waiter_handed_the_lease_passes_it_on() {
     let g = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""))
         .0
         .unwrap();
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("w1", Bound::First(None)))
-    });
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("w2", Bound::First(None)))
-    });
+    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w1", 0)));
+    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w2", 0)));
     at(&mut meta, T0, |cx| release(&mut row, cx, g.token));
     let (_, notices) = at(&mut meta, T0, |cx| cancel(&mut row, cx, "w1"));
     assert_eq!(notices, vec![Notice::Waiter("w2".into())]);
@@ -309,9 +293,7 @@ fn force_release_ends_the_live_lease_and_hands_it_on() {
     let g = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "a", 10 * S, ""))
         .0
         .unwrap();
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("w", Bound::First(None)))
-    });
+    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w", 0)));
     let (ended, notices) = at(&mut meta, T0 + S, |cx| force_release(&mut row, cx, "job"));
     assert_eq!(ended.unwrap().token, g.token);
     assert_eq!(
@@ -343,11 +325,9 @@ fn settle_and_waiting_skip_dead_tickets() {
     at(&mut meta, T0, |cx| try_lock(&mut row, cx, "a", 10 * S, ""))
         .0
         .unwrap();
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("w1", Bound::First(None)))
-    });
+    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w1", 0)));
     at(&mut meta, T0 + 2 * S, |cx| {
-        ops::step(&mut row, cx, &step("w2", Bound::First(None)))
+        ops::step(&mut row, cx, &step("w2", 0))
     });
     let mut cx = Ctx::new(&mut meta, T0 + 4 * S, true);
     assert!(settle(&mut row, &mut cx));
