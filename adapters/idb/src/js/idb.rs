@@ -89,6 +89,9 @@ pub(crate) struct Database {
     pub(crate) channel: Channel,
     db: RefCell<Option<IdbDatabase>>,
     watchdog: Rc<Watchdog>,
+    /// `["locks", "meta"]` and `"clock"`, made once (every transaction uses them).
+    stores: Array,
+    clock_key: JsValue,
     /// Closes the connection when another one wants to upgrade or delete the database.
     on_close: RefCell<Option<Handler>>,
 }
@@ -103,6 +106,8 @@ impl Database {
             channel: Channel::new(&format!("alkstore-idb:{name}")),
             db: RefCell::new(None),
             watchdog: Watchdog::new(),
+            stores: Array::of2(&JsValue::from_str(LOCKS), &JsValue::from_str(META)),
+            clock_key: JsValue::from_str(codec::CLOCK),
             on_close: RefCell::new(None),
         });
         this.install(db);
@@ -158,12 +163,11 @@ impl Database {
     ) -> Result<(IdbTransaction, Vec<IdbRequest>), LockError> {
         let fail =
             |e: JsValue| unavailable(format!("IndexedDB transaction refused: {}", describe(&e)));
-        let stores = Array::of2(&JsValue::from_str(LOCKS), &JsValue::from_str(META));
         let tx = db
-            .transaction_with_str_sequence_and_mode(&stores, IdbTransactionMode::Readwrite)
+            .transaction_with_str_sequence_and_mode(&self.stores, IdbTransactionMode::Readwrite)
             .map_err(fail)?;
         let meta = tx.object_store(META).map_err(fail)?;
-        let mut requests = vec![meta.get(&JsValue::from_str(codec::CLOCK)).map_err(fail)?];
+        let mut requests = vec![meta.get(&self.clock_key).map_err(fail)?];
         match scope {
             Scope::Row(name) => {
                 let locks = tx.object_store(LOCKS).map_err(fail)?;
