@@ -7,13 +7,14 @@ CARGO ?= cargo
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-cli check-downstream test-idb
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
 setup:
 	@scripts/setup.sh
 	@scripts/redis-setup.sh
+	@scripts/pg-setup.sh
 	@scripts/idb-setup.sh
 
 fmt-check:
@@ -27,7 +28,7 @@ clippy:
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-cli
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
@@ -42,7 +43,7 @@ MSRV := 1.85.0
 msrv:
 	@rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal --target wasm32-unknown-unknown >/dev/null
 	@rustup target list --toolchain $(MSRV) --installed | grep -q wasm32-unknown-unknown || rustup target add --toolchain $(MSRV) wasm32-unknown-unknown >/dev/null
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis -p alkstore-cli -p alkstore-idb
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis -p alkstore-pg -p alkstore-cli -p alkstore-idb
 	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-web -p alkstore-idb --target wasm32-unknown-unknown
 
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
@@ -133,6 +134,37 @@ demo-redis: redis-setup redis-port
 	$(CARGO) build -q -p alkstore-redis-tools --bin demo
 	$(REDIS_RUN) $(CARGO) run -q -p alkstore-redis-tools --bin demo
 ## end redis -------------------------------------------------------------------------------
+
+## postgres -------------------------------------------------------------------------------
+## The PostgreSQL engine (adapters/pg). Each target builds first, then starts its own
+## throwaway cluster on 127.0.0.1:$(PG_PORT) (scripts/pg-run.sh: initdb into mktemp -d as user
+## postgres, trust auth, socket in the scratch dir, stopped with pg_ctl stop -m immediate in a
+## trap); fault tests start their own clusters on 5440-5449. No other server is touched.
+.PHONY: pg-setup test-pg bench-pg demo-pg
+PG_PORT ?= 5439
+
+## pg-setup: PostgreSQL from the Debian package, when missing (as root)
+pg-setup:
+	@scripts/pg-setup.sh
+
+## test-pg: every PostgreSQL suite (contract, conformance, tokens, fencing, multi-process,
+## faults) against a real server
+test-pg: pg-setup
+	$(CARGO) test -p alkstore-pg --no-run -q
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg
+
+## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
+## run, and 16 tasks on a pool of 4
+bench-pg: pg-setup
+	$(CARGO) build --release -q -p alkstore-pg-tools --bin bench
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin bench
+
+## demo-pg: three processes share invoice/1001; the database refuses the stalled one's write
+## through fence() (asserts the outcome)
+demo-pg: pg-setup
+	$(CARGO) build -q -p alkstore-pg-tools --bin demo
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run -q -p alkstore-pg-tools --bin demo
+## end postgres ----------------------------------------------------------------------------
 
 ## cli ------------------------------------------------------------------------------------
 ## test-cli: the alkstore tool's tests (cli/), its binary run against a scratch redis-server on

@@ -50,6 +50,9 @@ fn scheme(url: &str) -> Option<String> {
 fn unsupported(scheme: Option<&str>) -> String {
     let served = SCHEMES.join(" ");
     match scheme {
+        Some("rediss") => format!(
+            "unsupported URL scheme \"rediss://\": this build of alkstore has no TLS; alkstore serves {served}"
+        ),
         Some(scheme) => format!(
             "unsupported URL scheme {:?}: alkstore serves {served}",
             format!("{scheme}://")

@@ -68,6 +68,11 @@ mod store;
 mod trace;
 mod wake;
 
+/// The core this engine implements, re-exported: `alkstore_redis::alkstore_mem::LockStore` is
+/// always the very trait `RedisLocks` implements, whatever version of `alkstore-mem` the rest
+/// of your dependency tree names.
+pub use alkstore_mem;
+
 pub use acquire::RedisAcquire;
 pub use config::RedisConfig;
 pub use lock::{RedisKeepAlive, RedisLapsed, RedisLock};
