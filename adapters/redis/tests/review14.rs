@@ -112,6 +112,41 @@ fn redis_force_release_of_a_pending_hand_off() {
     run(force_release_of_a_pending_hand_off(&Redis));
 }
 
+/// A waiter whose bounded wait is over (5 s, and 6 s have passed) but which has not been
+/// polled since: a release then must not hand it the lease (its wait "elapsed without a
+/// grant"), but serve the next waiter. Redis checks the wait deadline inside the hand-off
+/// and serves the next waiter; the in-memory engine hands the lease to the expired waiter,
+/// whose next poll returns `Ok(Some(lock))` a second after its wait ended, while the waiter
+/// behind it, still within its wait, goes on waiting.
+async fn a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over<E: Engine>(engine: &E) {
+    let store = engine.open(Limits::default()).await;
+    let holder = store.try_lock("job", "h", secs(60)).await.unwrap().unwrap();
+    let mut expired = queue(&store, "job", "w", secs(60), secs(5)).await;
+    let _patient = queue(&store, "job", "x", secs(60), secs(1000)).await;
+    engine.advance(&store, secs(6)).await; // w's wait is over; it has not been polled since
+    assert!(holder.release().await.unwrap());
+    let served = holder_owner(&store, "job").await;
+    let w = alkstore_mem_conformance::support::eventually(&store, &mut expired, "w").await;
+    let w_got = w
+        .as_ref()
+        .map(|l| l.as_ref().map(|l| (l.owner().to_owned(), l.token())));
+    assert_eq!(
+        (served.as_deref(), w_got.as_ref().map(Option::is_some)),
+        (Some("x"), Ok(false)),
+        "the waiter whose wait was over got {w_got:?}; the lease went to {served:?}"
+    );
+}
+
+#[test]
+fn memory_a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over() {
+    run(a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over(&MemoryEngine));
+}
+
+#[test]
+fn redis_a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over() {
+    run(a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over(&Redis));
+}
+
 // -------------------------------------------------------------------------------------------
 // 2. keep_alive first polled with less than `every` left on the lease (real time).
 // -------------------------------------------------------------------------------------------
