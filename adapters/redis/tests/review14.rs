@@ -1,7 +1,7 @@
 //! Hostile review of 0.3 (issue 14) on the Redis engine, compared with the in-memory one.
 //! Run with
 //! `scripts/redis-run.sh --port 6420 -- cargo test -p alkstore-redis --test review14`.
-//! Fault tests start their own server on 6421 (killed by pid when done).
+//! Fault tests start servers of their own on 6421 and 6422 (killed by pid when done).
 
 mod common;
 
