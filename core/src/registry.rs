@@ -11,12 +11,13 @@ use hashbrown::DefaultHashBuilder;
 
 use crate::acquire::Acquire;
 use crate::config::Config;
+use crate::deferred::Deferred;
 use crate::error::LockError;
 use crate::lapsed::{KeepAlive, Lapsed};
 use crate::lease::LeaseInfo;
 use crate::padded::CachePadded;
 use crate::snapshot::Snapshot;
-use crate::state::{Deferred, Request, State};
+use crate::state::{Request, State};
 use crate::sync::Mutex;
 use crate::table::{LockTable, Pool};
 use crate::time::{Clock, Timestamp};
