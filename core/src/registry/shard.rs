@@ -39,8 +39,7 @@ pub(super) struct Inner<C> {
 pub(crate) struct Common<C> {
     pub(crate) clock: C,
     /// `C::now`, for the one path that has no `C: Clock` bound to call it by: dropping a
-    /// [`Lock`](crate::Lock) (so that `Lock<C>` needs no bound, and structs holding one
-    /// repeat none).
+    /// [`Lock`] (so that `Lock<C>` needs no bound, and structs holding one repeat none).
     pub(super) read: fn(&C) -> Timestamp,
     pub(super) config: Config,
     /// The tables' hasher, so that names are hashed (and sharded) before any mutex is taken.

@@ -103,8 +103,9 @@ impl LockTable {
         lease
     }
 
-    /// `grant` of a new name while [`Config::max_locks`] entries exist: sweep if a lease may
-    /// have lapsed since the last sweep, then insert, or refuse if the table is still full.
+    /// `grant` of a new name while [`Config::max_locks`](crate::Config::max_locks) entries
+    /// exist: sweep if a lease may have lapsed since the last sweep, then insert, or refuse if
+    /// the table is still full.
     #[cold]
     fn grant_when_full<S: LeaseSource>(
         &mut self,
