@@ -7,13 +7,14 @@ CARGO ?= cargo
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis check-downstream
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
 setup:
 	@scripts/setup.sh
 	@scripts/redis-setup.sh
+	@scripts/pg-setup.sh
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -24,9 +25,9 @@ clippy:
 	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
-## except the Redis engine's, which need a server: test-redis runs them
+## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
@@ -41,7 +42,7 @@ MSRV := 1.85.0
 msrv:
 	@rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal --target wasm32-unknown-unknown >/dev/null
 	@rustup target list --toolchain $(MSRV) --installed | grep -q wasm32-unknown-unknown || rustup target add --toolchain $(MSRV) wasm32-unknown-unknown >/dev/null
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis -p alkstore-pg -p alkstore-cli
 	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
 
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
@@ -97,24 +98,79 @@ doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web --no-deps --target wasm32-unknown-unknown
 
 ## redis ----------------------------------------------------------------------------------
-## The Redis engine (adapters/redis). Each target starts its own scratch redis-server on
-## 127.0.0.1:6390 (scripts/redis-run.sh: mktemp -d, no RDB/AOF, stopped by its pid on exit);
-## fault tests start their own servers on 6391-6396. No other Redis is touched.
-.PHONY: redis-setup test-redis bench-redis demo-redis
+## The Redis engine (adapters/redis). Each target builds first, then starts its own scratch
+## redis-server on 127.0.0.1:$(REDIS_PORT) (scripts/redis-run.sh: mktemp -d, no RDB/AOF, stopped
+## by its pid on exit) for the run only, so that several run side by side on different ports:
+##   make demo-redis REDIS_PORT=6401 & make test-redis REDIS_PORT=6402
+## The fault tests start servers of their own on the fixed ports REDIS_FAULT_PORTS, which
+## REDIS_PORT must avoid (refused). No other Redis is touched.
+REDIS_PORT ?= 6390
+REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6398 6399
+REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
+.PHONY: redis-setup redis-port test-redis bench-redis demo-redis
 
 ## redis-setup: redis-server from the Debian package, when missing (as root)
 redis-setup:
 	@scripts/redis-setup.sh
 
+## redis-port: REDIS_PORT is not one of the fault tests' own ports
+redis-port:
+	@if [ -n "$(filter $(REDIS_PORT),$(REDIS_FAULT_PORTS))" ]; then \
+	  echo "REDIS_PORT=$(REDIS_PORT) is one of the fault tests' own ports ($(REDIS_FAULT_PORTS)); pick another" >&2; exit 1; fi
+
 ## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server
-test-redis: redis-setup
-	scripts/redis-run.sh --port 6390 -- $(CARGO) test -p alkstore-redis
+test-redis: redis-setup redis-port
+	$(CARGO) test -q -p alkstore-redis --no-run
+	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside
-bench-redis: redis-setup
-	scripts/redis-run.sh --port 6390 -- $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
+bench-redis: redis-setup redis-port
+	$(CARGO) build --release -q -p alkstore-redis-tools --bin bench
+	$(REDIS_RUN) $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
 
 ## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
-demo-redis: redis-setup
-	scripts/redis-run.sh --port 6390 -- $(CARGO) run -q -p alkstore-redis-tools --bin demo
+demo-redis: redis-setup redis-port
+	$(CARGO) build -q -p alkstore-redis-tools --bin demo
+	$(REDIS_RUN) $(CARGO) run -q -p alkstore-redis-tools --bin demo
 ## end redis -------------------------------------------------------------------------------
+
+## postgres -------------------------------------------------------------------------------
+## The PostgreSQL engine (adapters/pg). Each target builds first, then starts its own
+## throwaway cluster on 127.0.0.1:$(PG_PORT) (scripts/pg-run.sh: initdb into mktemp -d as user
+## postgres, trust auth, socket in the scratch dir, stopped with pg_ctl stop -m immediate in a
+## trap); fault tests start their own clusters on 5440-5449. No other server is touched.
+.PHONY: pg-setup test-pg bench-pg demo-pg
+PG_PORT ?= 5439
+
+## pg-setup: PostgreSQL from the Debian package, when missing (as root)
+pg-setup:
+	@scripts/pg-setup.sh
+
+## test-pg: every PostgreSQL suite (contract, conformance, tokens, fencing, multi-process,
+## faults) against a real server
+test-pg: pg-setup
+	$(CARGO) test -p alkstore-pg --no-run -q
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg
+
+## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
+## run, and 16 tasks on a pool of 4
+bench-pg: pg-setup
+	$(CARGO) build --release -q -p alkstore-pg-tools --bin bench
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin bench
+
+## demo-pg: three processes share invoice/1001; the database refuses the stalled one's write
+## through fence() (asserts the outcome)
+demo-pg: pg-setup
+	$(CARGO) build -q -p alkstore-pg-tools --bin demo
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run -q -p alkstore-pg-tools --bin demo
+## end postgres ----------------------------------------------------------------------------
+
+## cli ------------------------------------------------------------------------------------
+## test-cli: the alkstore tool's tests (cli/), its binary run against a scratch redis-server on
+## 127.0.0.1:$(CLI_REDIS_PORT) (built first, so the server is up only while the tests run)
+.PHONY: test-cli
+CLI_REDIS_PORT ?= 6390
+test-cli: redis-setup
+	$(CARGO) test -q -p alkstore-cli --no-run
+	scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(CARGO) test -p alkstore-cli
+## end cli ---------------------------------------------------------------------------------

@@ -38,12 +38,22 @@ impl Waiting {
     /// use alkstore_mem::Waiting;
     ///
     /// let waiting = Waiting::new("invoice/1001", "worker-2");
-    /// assert_eq!((waiting.name.as_str(), waiting.owner.as_str()), ("invoice/1001", "worker-2"));
+    /// assert_eq!((waiting.name(), waiting.owner()), ("invoice/1001", "worker-2"));
     /// ```
     pub fn new(name: &str, owner: &str) -> Self {
         Waiting {
             name: name.into(),
             owner: owner.into(),
         }
+    }
+
+    /// The name it waits for (as [`LeaseInfo::name`] is for a held lease).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The owner it asked for the lease as (as [`LeaseInfo::owner`] is for a held lease).
+    pub fn owner(&self) -> &str {
+        &self.owner
     }
 }

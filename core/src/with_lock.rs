@@ -91,8 +91,11 @@ impl LockOptions {
 /// The body never runs on a lease that is gone: it is raced against the lease, and when the
 /// lease is lost (it lapsed without keep-alive, a renewal failed, or it was force-released)
 /// the body is dropped at its next `.await` and the error is returned
-/// ([`LockError::Expired`] for a lost lease). A failed release after the body finished is
-/// not an error: the value is returned and the lease lapses at its deadline.
+/// ([`LockError::Expired`] for a lost lease). A body that runs on past the deadline without
+/// yielding cannot be stopped, but its value is not returned as if it ran under the lock:
+/// once the body ends, the lease is checked, and a lease lost meanwhile is the error. (A
+/// remote engine that cannot answer that check gives [`LockError::Unavailable`].) A failed
+/// release after that is not an error: the lease lapses at its deadline.
 ///
 /// On a remote engine a renewal takes a round trip: keep-alive there needs a ttl of at least
 /// twice the engine's `io_timeout` (else the body never starts, the lease is released, and
@@ -155,19 +158,21 @@ where
         Some(every) => guarded(lock.keep_alive(every), || body(info)).await,
         None => guarded(lock.lapsed(), || body(info)).await,
     };
-    match outcome {
-        Ok(value) => {
-            // A release that cannot reach its engine leaves the lease to lapse: not an error
-            // worth losing the body's value over.
-            let _ = lock.release().await;
-            Ok(Some(value))
-        }
-        Err(lost) => {
-            // Lost or refused: release whatever is left of it (nothing, for a lost lease).
-            let _ = lock.release().await;
-            Err(lost)
-        }
-    }
+    let outcome = match outcome {
+        // The body may have finished after the lease lapsed, if it ran on without yielding
+        // past the deadline: only a lease still held now was held all along (a lapsed lease
+        // is never revived), so it is asked, and a lost one is an error, not a value.
+        Ok(value) => match lock.is_held().await {
+            Ok(true) => Ok(Some(value)),
+            Ok(false) => Err(lock.lapsed().await),
+            Err(unknown) => Err(unknown),
+        },
+        Err(lost) => Err(lost),
+    };
+    // Lost, refused or done: release whatever is left of it (nothing, for a lost lease). A
+    // release that cannot reach its engine leaves the lease to lapse at its deadline.
+    let _ = lock.release().await;
+    outcome
 }
 
 /// Runs the work that `start` makes while `guard` (a keep-alive, or `lapsed`) says the lease

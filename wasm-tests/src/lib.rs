@@ -120,6 +120,7 @@ macro_rules! conformance_suite {
             with_lock::with_lock_returns_expired_when_the_lease_is_lost,
             with_lock::with_lock_without_keep_alive_stops_the_body_at_the_deadline,
             with_lock::with_lock_stops_the_body_when_force_released,
+            with_lock::with_lock_body_that_outlives_its_lease_is_an_error_not_a_value,
         }
     };
 }

@@ -58,6 +58,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod acquire;
+mod cleanup;
 mod config;
 mod contract;
 mod lock;
@@ -66,6 +67,11 @@ mod snapshot;
 mod store;
 mod trace;
 mod wake;
+
+/// The core this engine implements, re-exported: `alkstore_redis::alkstore_mem::LockStore` is
+/// always the very trait `RedisLocks` implements, whatever version of `alkstore-mem` the rest
+/// of your dependency tree names.
+pub use alkstore_mem;
 
 pub use acquire::RedisAcquire;
 pub use config::RedisConfig;

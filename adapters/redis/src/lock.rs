@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use alkstore_mem::contract::keep_alive_interval;
 use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Timestamp, TtlProblem};
 
+use crate::cleanup::Cleanup;
 use crate::scripts::SCRIPTS;
 use crate::store::{Anchor, RedisFuture, RedisLocks, ToRedisArgsDyn, field, from_us, micros};
 
@@ -346,17 +347,11 @@ impl RedisLock {
     }
 }
 
-/// How long a release's mark (`{ns}:released:<rid>`) stays, in ms: a retry runs within the
-/// `io_timeout` of the first attempt; twice that, and at least a second, is ample.
-fn mark_ms(io_timeout: Duration) -> u64 {
-    (micros(io_timeout) / 1000).saturating_mul(2).max(1000)
-}
-
 /// Runs the release script for `token` on `name` (with a request id, so that a retry after a
 /// lost reply answers as the first run did).
 pub(crate) async fn release(store: &RedisLocks, name: &str, token: u64) -> Result<bool, LockError> {
     let rid = crate::acquire::new_id();
-    let mark = mark_ms(store.inner.config.io_timeout());
+    let mark = store.inner.config.release_mark_ms();
     let reply: String = store
         .run(&SCRIPTS.release, name, &[&token, &rid, &mark])
         .await?;
@@ -365,85 +360,10 @@ pub(crate) async fn release(store: &RedisLocks, name: &str, token: u64) -> Resul
 
 impl Drop for RedisLock {
     fn drop(&mut self) {
-        if !self.release_on_drop {
-            return;
-        }
-        let job = DropRelease {
-            store: self.store.clone(),
-            name: std::mem::take(&mut self.name),
-            token: self.token,
-            done: false,
-        };
-        match tokio::runtime::Handle::try_current() {
-            // The fast way: a task on the current runtime, on the store's connection. If the
-            // runtime shuts down before the task ends (as when `#[tokio::main]` returns), the
-            // task is dropped, and `DropRelease` finishes the job on a thread of its own.
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    let mut job = job;
-                    // Best effort: if Redis cannot be reached, the lease lapses at its deadline.
-                    let _ = release(&job.store, &job.name, job.token).await;
-                    job.done = true;
-                });
-            }
-            // No runtime here: `DropRelease` runs the release on a thread of its own.
-            Err(_) => drop(job),
-        }
-    }
-}
-
-/// The release of a dropped [`RedisLock`]. Dropped before it ran to the end (its task was
-/// cancelled by a runtime shutting down, or there was no runtime), it releases on a helper
-/// thread with a current-thread runtime and a connection of its own, within the
-/// `io_timeout`, and waits for that thread: so a lock dropped as a program's runtime shuts
-/// down is released before the program goes on to exit (the shutdown waits up to the
-/// `io_timeout` for it). If Redis does not answer in time, the lease lapses at its deadline.
-struct DropRelease {
-    store: RedisLocks,
-    name: String,
-    token: u64,
-    done: bool,
-}
-
-impl Drop for DropRelease {
-    fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        let client = self.store.inner.wake.client.clone();
-        let prefix = self.store.inner.prefix.clone();
-        let io = self.store.inner.config.io_timeout();
-        let name = std::mem::take(&mut self.name);
-        let token = self.token;
-        let helper = std::thread::Builder::new()
-            .name("alkstore-redis-release".into())
-            .spawn(move || {
-                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                runtime.block_on(async move {
-                    let release = async {
-                        let mut conn = client.get_multiplexed_async_connection().await?;
-                        SCRIPTS
-                            .release
-                            .key(&prefix)
-                            .arg(&name)
-                            .arg(token)
-                            .arg(crate::acquire::new_id())
-                            .arg(mark_ms(io))
-                            .invoke_async::<String>(&mut conn)
-                            .await
-                    };
-                    let _ = tokio::time::timeout(io, release).await;
-                });
-            });
-        // Not from inside a task being polled: this runs while a runtime drops its tasks (or
-        // on a thread with no runtime), where waiting, bounded by the io_timeout, is allowed.
-        if let Ok(helper) = helper {
-            let _ = helper.join();
+        // In a task on the current runtime, or on a helper thread when there is none or it
+        // shuts down first (see `Cleanup`).
+        if self.release_on_drop {
+            Cleanup::release(&self.store, &self.name, self.token).launch();
         }
     }
 }

@@ -1,11 +1,13 @@
-//! Faults, each on a dedicated redis-server this test starts (ports 6391-6394) and kills by
-//! pid when done (also on panic): a holder process killed with SIGKILL, Redis restarted
-//! without persistence, Redis paused with SIGSTOP, connections killed with CLIENT KILL.
+//! Faults, each on a dedicated redis-server this test starts (ports 6391-6394 and 6396; the
+//! two tests on 6393 take turns) and kills by pid when done (also on panic): a holder process
+//! killed with SIGKILL, Redis restarted without persistence, Redis paused with SIGSTOP,
+//! connections killed with CLIENT KILL.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
@@ -13,6 +15,9 @@ use alkstore_redis::{RedisConfig, RedisLocks};
 use common::{RedisServer, runtime};
 
 const TTL: Duration = Duration::from_secs(10);
+
+/// Taken by the tests that run a server on 6393, one at a time.
+static PORT_6393: Mutex<()> = Mutex::new(());
 
 /// The children's entry point: does nothing in a normal run; with `ALKSTORE_CHILD=holder` it
 /// takes a lease, prints `held <token> <deadline ns>` and sleeps until it is killed; with
@@ -176,6 +181,7 @@ fn a_restart_without_persistence_keeps_tokens_increasing_and_the_store_recovers(
 
 #[test]
 fn a_paused_server_gives_unavailable_within_the_io_timeout() {
+    let _turn = PORT_6393.lock().unwrap_or_else(PoisonError::into_inner);
     let server = RedisServer::start(6393);
     let io = Duration::from_millis(400);
     runtime().block_on(async {
@@ -246,6 +252,103 @@ fn a_paused_server_gives_unavailable_within_the_io_timeout() {
         );
         assert!(locks.try_lock("fresh", "b", TTL).await.unwrap().is_some());
     });
+}
+
+/// Waits for "s" (held) with `wait` on `locks` while `server` is frozen (SIGSTOP) from
+/// `from` after the wait starts (before its first poll when zero) for `stall`; returns how
+/// long the wait took and its outcome.
+fn wait_through_a_stall(
+    server: &RedisServer,
+    locks: &RedisLocks,
+    wait: Duration,
+    (from, stall): (Duration, Duration),
+) -> (
+    Duration,
+    Result<Option<alkstore_redis::RedisLock>, LockError>,
+) {
+    let rt = runtime();
+    if from.is_zero() {
+        server.pause();
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            if !from.is_zero() {
+                std::thread::sleep(from);
+                server.pause();
+            }
+            std::thread::sleep(stall);
+            server.resume();
+        });
+        rt.block_on(async {
+            let start = Instant::now();
+            let got = locks.acquire("s", "w", TTL).timeout(wait).await;
+            (start.elapsed(), got)
+        })
+    })
+}
+
+#[test]
+fn a_bounded_wait_counts_from_its_first_poll_and_ends_within_wait_plus_io_timeout_while_redis_is_frozen()
+ {
+    let _turn = PORT_6393.lock().unwrap_or_else(PoisonError::into_inner);
+    let server = RedisServer::start(6393);
+    let rt = runtime();
+    let connect = |io| {
+        rt.block_on(RedisLocks::connect_with(
+            &server.url(),
+            RedisConfig::new().with_io_timeout(io),
+        ))
+        .unwrap()
+    };
+    let (patient, hasty) = (
+        connect(Duration::from_secs(3)),
+        connect(Duration::from_millis(500)),
+    );
+    let holder = rt
+        .block_on(patient.try_lock("s", "holder", TTL))
+        .unwrap()
+        .unwrap();
+
+    // A stall shorter than the wait, from the start: the wait still ends `wait` after its
+    // first poll (it used to count from the first step that reached the server, 1.2 s later).
+    let (wait, stall) = (Duration::from_secs(2), Duration::from_millis(1200));
+    let (took, got) = wait_through_a_stall(&server, &patient, wait, (Duration::ZERO, stall));
+    eprintln!("SIGSTOP {stall:?} from the start of a {wait:?} wait: resolved after {took:?}");
+    assert!(matches!(got, Ok(None)), "{got:?}");
+    assert!(took >= wait, "{took:?}: ended early");
+    assert!(
+        took < wait + Duration::from_millis(600),
+        "{took:?}: the stall pushed the end out"
+    );
+
+    // A stall longer than the wait, from the start: the answer that comes back ends it.
+    let (wait, stall) = (Duration::from_millis(300), Duration::from_millis(1500));
+    let (took, got) = wait_through_a_stall(&server, &patient, wait, (Duration::ZERO, stall));
+    eprintln!("SIGSTOP {stall:?} from the start of a {wait:?} wait (io_timeout 3s): {took:?}");
+    assert!(matches!(got, Ok(None)), "{got:?}");
+    assert!(took <= wait + Duration::from_secs(3), "{took:?}");
+
+    // Queued, then a stall longer than wait + io_timeout: the last step gets no answer, and
+    // the wait ends at wait + io_timeout all the same, saying Redis did not answer.
+    let (wait, io) = (Duration::from_millis(300), Duration::from_millis(500));
+    let stall = (Duration::from_millis(100), Duration::from_millis(1500));
+    let (took, got) = wait_through_a_stall(&server, &hasty, wait, stall);
+    eprintln!(
+        "SIGSTOP for {:?}, {:?} into a {wait:?} wait (io_timeout {io:?}): {got:?} after {took:?}",
+        stall.1, stall.0
+    );
+    assert!(matches!(got, Err(LockError::Unavailable { .. })), "{got:?}");
+    assert!(took <= wait + io + Duration::from_millis(100), "{took:?}");
+
+    // A zero wait answers as try_lock does: Unavailable within the io_timeout.
+    let stall = (Duration::ZERO, Duration::from_millis(1000));
+    let (took, got) = wait_through_a_stall(&server, &hasty, Duration::ZERO, stall);
+    eprintln!("SIGSTOP during a zero wait (io_timeout {io:?}): {got:?} after {took:?}");
+    assert!(matches!(got, Err(LockError::Unavailable { .. })), "{got:?}");
+    assert!(took <= io + Duration::from_millis(100), "{took:?}");
+
+    // The server works on: the holder's lease is still there, and releases.
+    assert!(rt.block_on(holder.release()).unwrap());
 }
 
 #[test]

@@ -468,7 +468,8 @@ fn a_waiter_dropped_outside_a_runtime_does_not_strand_the_lease_past_its_heartbe
     rt.block_on(async {
         let _ = tokio::time::timeout(Duration::from_millis(200), &mut waiting).await;
     });
-    // Dropped on a thread with no runtime: no panic, no cancel; the entry must still expire.
+    // Dropped on a thread with no runtime: no panic; the withdrawal runs on a helper thread
+    // (see leftovers.rs for the queue checked right after the drop).
     std::thread::spawn(move || drop(waiting)).join().unwrap();
     rt.block_on(async {
         assert!(holder.release().await.unwrap());

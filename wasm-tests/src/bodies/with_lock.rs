@@ -171,3 +171,21 @@ pub async fn with_lock_stops_the_body_when_force_released<E: Engine>(engine: &E)
         assert!(alkstore_mem::LockHandle::token(&next) > token.get());
     }
 }
+
+/// A body that runs on past the deadline (here: it moves time itself, which in memory never
+/// yields) cannot be stopped, but its value is not returned as if it ran under the lock:
+/// `with_lock` answers `Expired`.
+pub async fn with_lock_body_that_outlives_its_lease_is_an_error_not_a_value<E: Engine>(engine: &E) {
+    let store = open(engine).await;
+    let options = LockOptions::ttl(secs(30));
+    let outcome = with_lock(&store, "job", "a", options, |_| async {
+        engine.advance(&store, secs(40)).await;
+        7
+    })
+    .await;
+    match outcome {
+        Err(LockError::Expired { name, .. }) => assert_eq!(name, "job"),
+        other => panic!("expected Expired, got {other:?}"),
+    }
+    assert_eq!(holder_of(&store, "job").await, None);
+}

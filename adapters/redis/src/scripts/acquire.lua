@@ -1,6 +1,10 @@
 -- acquire(name, owner, ttl_us, id, wait_us, wd, hb_us): one step of a waiting acquire.
---   wait_us: the bound of the wait ('-1': none), used on the first step to compute wd;
---   wd: the wait deadline returned by an earlier step ('' on the first);
+--   wait_us: what is left of the wait when the client sent this step ('-1': no bound), used
+--       on the first step to compute wd;
+--   wd: the wait deadline returned by an earlier step ('' on the first), or 'end': the
+--       client's own bound of the wait (counted from its first poll) has passed, so this step
+--       ends the wait as a zero wait would: it picks up a lease handed over, or leaves the
+--       queue (or, if its entry was lost and the name is free, takes it);
 --   hb_us: how long this waiter may stay silent before it counts as gone.
 -- -> {'1', token, dl, now}            granted (directly, or handed over and still live)
 --    {'2', wd, '0', now}              the wait is over without a grant (busy, for a zero wait)
@@ -10,7 +14,9 @@ local WKEY = P .. 'waiter:' .. ID
 local HB = tonumber(ARGV[7])
 
 local wd
-if ARGV[6] ~= '' then
+if ARGV[6] == 'end' then
+  wd = NOW
+elseif ARGV[6] ~= '' then
   wd = tonumber(ARGV[6])
 elseif tonumber(ARGV[5]) < 0 then
   wd = 0

@@ -22,9 +22,41 @@ pub fn url() -> String {
     std::env::var("ALKSTORE_REDIS_URL").unwrap_or_else(|_| {
         panic!(
             "ALKSTORE_REDIS_URL is not set: these tests need a Redis. Run `make test-redis`, \
-             which starts a scratch server on 127.0.0.1:6390 and sets it"
+             which starts a scratch server on 127.0.0.1:$REDIS_PORT (6390 by default) and sets it"
         )
     })
+}
+
+/// Runs redis-cli with `args` against the shared test server (`ALKSTORE_REDIS_URL`).
+pub fn shared_cli(args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .arg("-u")
+        .arg(url())
+        .args(args)
+        .output()
+        .expect("redis-cli runs (make setup installs it)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every key of namespace `ns` on the shared test server, sorted.
+pub fn namespace_keys(ns: &str) -> Vec<String> {
+    let mut keys: Vec<String> = shared_cli(&["--scan", "--pattern", &format!("{{{ns}}}:*")])
+        .lines()
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// Waits (polling every 10 ms, up to 5 s) until `condition` holds; panics with `what` if it
+/// never does. For states that spawned tasks reach soon, not for timings.
+pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !condition() {
+        assert!(start.elapsed() < Duration::from_secs(5), "never: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// A namespace no other test (or run) uses.

@@ -1,0 +1,215 @@
+//! [`PgConfig`]: the schema, limits, timeout and pool of a [`PgLocks`](crate::PgLocks).
+
+use core::time::Duration;
+
+use alkstore_mem::Config;
+
+/// How a [`PgLocks`](crate::PgLocks) uses its database.
+///
+/// # Example
+/// ```
+/// use alkstore_pg::PgConfig;
+/// use std::time::Duration;
+///
+/// let config = PgConfig::new()
+///     .with_schema("billing_locks")
+///     .with_io_timeout(Duration::from_millis(500))
+///     .with_pool_size(8)
+///     .with_max_name_len(64);
+/// assert_eq!(config.schema(), "billing_locks");
+/// assert_eq!(config.pool_size(), 8);
+/// assert_eq!(config.limits().max_name_len(), 64);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PgConfig {
+    schema: String,
+    limits: Config,
+    io_timeout: Duration,
+    pool_size: usize,
+    waiter_heartbeat: Duration,
+    lock_wait: Duration,
+}
+
+impl PgConfig {
+    /// Schema `"alkstore"`, the core's default limits (256-byte names and owners), a 2 s
+    /// `io_timeout`, a pool of 4 connections, a 1 s waiter heartbeat and a 100 ms lock wait.
+    pub fn new() -> Self {
+        PgConfig {
+            schema: "alkstore".into(),
+            limits: Config::new(),
+            io_timeout: Duration::from_secs(2),
+            pool_size: 4,
+            waiter_heartbeat: Duration::from_secs(1),
+            lock_wait: Duration::from_millis(100),
+        }
+    }
+
+    /// The schema the engine keeps its tables and functions in (created when missing, by a
+    /// versioned migration). Several schemas on one database never meet. It is used as a
+    /// quoted identifier, exactly as given (case-sensitive): 1 to 63 bytes of ASCII letters,
+    /// digits, `_` and `-`, not beginning with `pg_`;
+    /// [`connect_with`](crate::PgLocks::connect_with) refuses anything else. Default:
+    /// `"alkstore"`.
+    #[must_use]
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
+        self.schema = schema.into();
+        self
+    }
+
+    /// Names longer than `max` bytes are refused with `LockError::InvalidName`, as by the
+    /// core's [`Config::with_max_name_len`]. Default: 256.
+    #[must_use]
+    pub fn with_max_name_len(mut self, max: usize) -> Self {
+        self.limits = self.limits.with_max_name_len(max);
+        self
+    }
+
+    /// Owners longer than `max` bytes are refused with `LockError::InvalidOwner`, as by the
+    /// core's [`Config::with_max_owner_len`]. Default: 256.
+    #[must_use]
+    pub fn with_max_owner_len(mut self, max: usize) -> Self {
+        self.limits = self.limits.with_max_owner_len(max);
+        self
+    }
+
+    /// How long any one call may take (waiting for a pooled connection and connecting
+    /// included) before it fails with `LockError::Unavailable`; the server also cancels a
+    /// statement of the engine's that runs longer (its `statement_timeout`). Default: 2 s.
+    ///
+    /// A renewal may take up to this long, so [`keep_alive`](crate::PgLock::keep_alive)
+    /// refuses a lease whose ttl is below twice the `io_timeout` (it resolves at once with
+    /// `LockError::InvalidTtl`): with `ttl >= 2 * io_timeout` and renewals at least every
+    /// half ttl, each renewal has its whole `io_timeout` before the deadline.
+    #[must_use]
+    pub fn with_io_timeout(mut self, timeout: Duration) -> Self {
+        self.io_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many connections the store's pool opens at most (besides the one that listens
+    /// for wake-ups). Calls beyond it wait for a free connection, within their
+    /// `io_timeout`. Default: 4; at least 1.
+    #[must_use]
+    pub fn with_pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// How often a waiting `acquire` refreshes its queue entry. An entry not refreshed for
+    /// three periods belongs to a crashed process and is skipped. Default: 1 s.
+    #[must_use]
+    pub fn with_waiter_heartbeat(mut self, period: Duration) -> Self {
+        self.waiter_heartbeat = period.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long an operation waits for a lease row that another transaction has locked
+    /// (the connection's `lock_timeout`) before it counts the name as busy: a transaction
+    /// that called `fence()` holds the row until it ends, and a `try_lock` meanwhile answers
+    /// `Ok(None)` after this wait. The engine's own operations hold a row for well under a
+    /// millisecond. Default: 100 ms; kept below half the `io_timeout`.
+    #[must_use]
+    pub fn with_lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The schema.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The name and owner limits, as the core's [`Config`] (its `max_locks` is not used).
+    pub fn limits(&self) -> Config {
+        self.limits
+    }
+
+    /// The timeout of one call.
+    pub fn io_timeout(&self) -> Duration {
+        self.io_timeout
+    }
+
+    /// The most connections the pool opens.
+    pub fn pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    /// The waiter heartbeat period.
+    pub fn waiter_heartbeat(&self) -> Duration {
+        self.waiter_heartbeat
+    }
+
+    /// How long an operation waits for a row locked by another transaction: the configured
+    /// lock wait, capped at half the `io_timeout`.
+    pub fn lock_wait(&self) -> Duration {
+        self.lock_wait
+            .min(self.io_timeout / 2)
+            .max(Duration::from_millis(1))
+    }
+
+    /// Checks the schema name: `Err` with the reason when it is not one this engine uses.
+    pub(crate) fn check_schema(&self) -> Result<(), String> {
+        let s = self.schema.as_str();
+        let why = if s.is_empty() {
+            Some("it is empty")
+        } else if s.len() > 63 {
+            Some("it is longer than 63 bytes (PostgreSQL's identifier limit)")
+        } else if !s
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            Some("it may hold only ASCII letters, digits, '_' and '-'")
+        } else if s.len() >= 3 && s[..3].eq_ignore_ascii_case("pg_") {
+            Some("names beginning with \"pg_\" are reserved by PostgreSQL")
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(format!("invalid PgConfig: schema {s:?}: {why}")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Default for PgConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_checked() {
+        for ok in ["alkstore", "Billing-Locks_2", "a", &"x".repeat(63)] {
+            assert!(
+                PgConfig::new().with_schema(ok).check_schema().is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "",
+            "a\"b",
+            "a'b",
+            "a$b",
+            "a;drop",
+            "a b",
+            "pg_x",
+            "PG_x",
+            "é",
+            &"x".repeat(64),
+        ] {
+            let err = PgConfig::new().with_schema(bad).check_schema().unwrap_err();
+            assert!(err.contains("invalid PgConfig: schema"), "{err}");
+        }
+    }
+
+    #[test]
+    fn lock_wait_stays_below_half_the_io_timeout() {
+        let c = PgConfig::new().with_io_timeout(Duration::from_millis(100));
+        assert_eq!(c.lock_wait(), Duration::from_millis(50));
+        assert_eq!(PgConfig::new().lock_wait(), Duration::from_millis(100));
+    }
+}

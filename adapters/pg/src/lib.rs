@@ -1,0 +1,117 @@
+//! alkstore-mem's lock contract on PostgreSQL: named exclusive locks with TTL leases, fencing
+//! tokens and FIFO waiting, shared by every process that reaches one database, with fencing
+//! checked inside your own transactions.
+//!
+//! # The model
+//! [`PgLocks`] is a small connection pool, one listening connection for wake-ups, and a
+//! schema (default `alkstore`) that it creates when missing: tables, sequences and one
+//! plpgsql function per operation (`src/sql/*.sql`), installed by a versioned migration
+//! under an advisory lock. Each operation checks its input locally with the core's own
+//! checks ([`alkstore_mem::validate`]), then calls one function, in one round trip, that
+//! reads the server's `clock_timestamp()`, decides under the lease row's lock, takes the
+//! token after that lock, and writes. Time is the server's, never the client's:
+//! [`PgLock::deadline`] is on the server's timeline (nanoseconds since the Unix epoch). The
+//! same methods exist inherently (no trait import needed) and through
+//! [`alkstore_mem::LockStore`].
+//!
+//! # What it promises
+//! - **Exclusion**: at most one live lease per name in a schema; busy is `Ok(None)`.
+//! - **Renew** is an absolute reset to the server's now + ttl, refused at or after the
+//!   deadline; **release** compares the fencing token and never frees a newer lease.
+//! - **Fencing tokens** come from one sequence per schema, taken only while the name's row is
+//!   locked: they strictly increase per name in grant order and are unique in the schema,
+//!   also after a crash or restart.
+//! - **Waiting** is FIFO across processes with hand-off inside the release's transaction,
+//!   wake-ups by `LISTEN/NOTIFY`, a bounded re-check at the holder's deadline, and crashed
+//!   waiters skipped once their heartbeat lapses (see [`PgAcquire`]).
+//! - **Time never goes back on a name**: each lease row keeps the latest lease time a write
+//!   on it acted at, and later operations on the name use at least that.
+//! - **Failures** (connection refused, no answer within [`PgConfig::io_timeout`], a
+//!   terminated backend, a restart) are [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable),
+//!   never a panic and never a lock believed held that is not. The same store works again
+//!   once the server is back.
+//! - **Schemas** on one database never meet. Names and owners are bound parameters, never
+//!   spliced into SQL; only the schema is an identifier, checked and quoted.
+//!
+//! # Fencing in your own transaction
+//! When the lock and the data it guards live in one database, the fencing check runs inside
+//! the transaction that writes: call `<schema>.fence(name, token)` first (from any client:
+//! [`PgLocks::fence_sql`] gives the SQL, [`PgLock::fence`] runs it on a `tokio-postgres`
+//! transaction). It raises SQLSTATE [`FENCE_SQLSTATE`] (`55F01`) with a message naming the
+//! lock unless that token's lease is live on the server's clock, and it keeps the lease row
+//! locked (`FOR KEY SHARE`) until the transaction ends: nobody can be granted the name until
+//! the guarded write has committed or rolled back. The trade-off: a long transaction delays
+//! a takeover past the lease's deadline (a `try_lock` meanwhile answers `None`). Renewals of
+//! the same lease go on while the transaction is open.
+//!
+//! ```sql
+//! BEGIN;
+//! SELECT alkstore.fence('invoice/1001', 42);  -- raises 55F01 unless token 42 holds it now
+//! UPDATE invoices SET status = 'paid' WHERE id = 1001;
+//! COMMIT;
+//! ```
+//!
+//! # TLS
+//! Connections are made without TLS (`NoTls`): use it on a local socket or a trusted network,
+//! or through a TLS tunnel; a TLS feature may follow.
+//!
+//! # Example
+//! ```no_run
+//! use alkstore_pg::PgLocks;
+//! use std::time::Duration;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let url = "postgres://app@127.0.0.1:5432/app";
+//! let locks = PgLocks::connect(url).await?;
+//! let (mut client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+//! tokio::spawn(connection);
+//! if let Some(lock) = locks.try_lock("invoice/1001", "worker-1", Duration::from_secs(10)).await? {
+//!     let tx = client.transaction().await?;
+//!     lock.fence(&tx).await?; // the database refuses a stale holder here
+//!     tx.execute("UPDATE invoices SET status = 'paid' WHERE id = 1001", &[]).await?;
+//!     tx.commit().await?;
+//!     lock.release().await?;
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations)]
+
+mod acquire;
+mod compat;
+mod config;
+mod contract;
+mod drop;
+mod lock;
+mod pool;
+mod sql;
+mod store;
+mod wake;
+mod wire;
+
+pub use acquire::PgAcquire;
+pub use config::PgConfig;
+pub use lock::{PgKeepAlive, PgLapsed, PgLock};
+pub use store::PgLocks;
+
+/// The SQLSTATE of `fence()`'s refusal: class 55, "object not in prerequisite state".
+pub const FENCE_SQLSTATE: &str = "55F01";
+
+/// Whether `error` is `fence()` refusing a lease that is not live with the given token.
+///
+/// # Example
+/// ```no_run
+/// # async fn run(lock: alkstore_pg::PgLock, tx: tokio_postgres::Transaction<'_>) {
+/// match lock.fence(&tx).await {
+///     Ok(()) => { /* write, then commit */ }
+///     Err(e) if alkstore_pg::is_fence_error(&e) => eprintln!("stale holder: {e}"),
+///     Err(e) => eprintln!("database error: {e}"),
+/// }
+/// # }
+/// ```
+pub fn is_fence_error(error: &tokio_postgres::Error) -> bool {
+    error
+        .code()
+        .is_some_and(|code| code.code() == FENCE_SQLSTATE)
+}

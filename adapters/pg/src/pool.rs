@@ -1,0 +1,420 @@
+//! A small pool of `tokio-postgres` connections: at most `pool_size` open, idle ones reused,
+//! broken ones dropped, each with its prepared statements; every call bounded by the
+//! `io_timeout` (waiting for a connection and connecting included).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use alkstore_mem::LockError;
+use tokio::sync::OnceCell;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
+
+use crate::sql::Schema;
+
+/// The calls the engine makes, one server function each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    TryLock,
+    Acquire,
+    Cancel,
+    Release,
+    Renew,
+    IsHeld,
+    Holder,
+    Snapshot,
+    ForceRelease,
+    Sweep,
+    #[cfg(feature = "test-clock")]
+    AdvanceClock,
+}
+
+impl Op {
+    const COUNT: usize = 11;
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The statement's text for `schema`.
+    fn sql(self, schema: &Schema) -> String {
+        let s = &schema.ident;
+        match self {
+            Op::TryLock => schema.fast("try_lock_fast"),
+            Op::Release => schema.fast("release_fast"),
+            Op::Sweep => schema.fast("sweep"),
+            Op::Acquire => format!("SELECT {s}.acquire($1, $2, $3, $4, $5, $6, $7)"),
+            Op::Cancel => format!("SELECT {s}.cancel($1, $2)"),
+            Op::Renew => format!("SELECT {s}.renew($1, $2, $3)"),
+            Op::IsHeld => format!("SELECT {s}.is_held($1, $2)"),
+            Op::Holder => format!("SELECT * FROM {s}.holder($1)"),
+            Op::Snapshot => format!("SELECT * FROM {s}.snapshot()"),
+            Op::ForceRelease => format!("SELECT * FROM {s}.force_release($1)"),
+            #[cfg(feature = "test-clock")]
+            Op::AdvanceClock => format!("SELECT {s}.advance_test_clock($1)"),
+        }
+    }
+
+    /// Whether running it twice (after a connection died before its reply came) is safe:
+    /// everything but release and force_release, whose second run would answer as if the
+    /// lease had not been live.
+    fn retryable(self) -> bool {
+        !matches!(self, Op::Release | Op::ForceRelease)
+    }
+
+    /// Every operation, in discriminant order.
+    fn all() -> impl Iterator<Item = Op> {
+        [
+            Op::TryLock,
+            Op::Acquire,
+            Op::Cancel,
+            Op::Release,
+            Op::Renew,
+            Op::IsHeld,
+            Op::Holder,
+            Op::Snapshot,
+            Op::ForceRelease,
+            Op::Sweep,
+            #[cfg(feature = "test-clock")]
+            Op::AdvanceClock,
+        ]
+        .into_iter()
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    /// The lease row is locked by another transaction beyond the lock wait (SQLSTATE
+    /// 55P03): a transaction holding `fence()` on it. Busy, for the caller to interpret.
+    Locked,
+    /// Anything else: `LockError::Unavailable`.
+    Down(LockError),
+}
+
+impl From<Fail> for LockError {
+    fn from(fail: Fail) -> LockError {
+        match fail {
+            Fail::Locked => unavailable(
+                "the lease row is locked by a transaction that called fence() (or another \
+                 long transaction); retry once it has ended",
+            ),
+            Fail::Down(err) => err,
+        }
+    }
+}
+
+/// `LockError::Unavailable` with this reason.
+pub(crate) fn unavailable(reason: impl Into<String>) -> LockError {
+    LockError::Unavailable {
+        reason: reason.into(),
+    }
+}
+
+/// A `tokio-postgres` error in words, with its SQLSTATE when the server sent one.
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!(
+            "postgres: {}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        ),
+        None if e.is_closed() => "postgres: the connection was closed".into(),
+        None => format!("postgres: {e}"),
+    }
+}
+
+/// `url` for messages: what `tokio-postgres` parsed of it, without the password.
+pub(crate) fn redacted(config: &tokio_postgres::Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) => h.clone(),
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .collect();
+    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
+    format!(
+        "postgres host {} port {} database {:?}",
+        hosts.join(","),
+        if ports.is_empty() {
+            "5432".into()
+        } else {
+            ports.join(",")
+        },
+        config.get_dbname().unwrap_or("(default)")
+    )
+}
+
+/// One connection and its statements (prepared on first use, or all at once by `warm`);
+/// shared by concurrent calls, which `tokio-postgres` pipelines on it.
+struct Conn {
+    client: Client,
+    statements: [OnceCell<Statement>; Op::COUNT],
+    in_flight: AtomicUsize,
+}
+
+impl Conn {
+    fn new(client: Client) -> Arc<Conn> {
+        Arc::new(Conn {
+            client,
+            statements: Default::default(),
+            in_flight: AtomicUsize::new(0),
+        })
+    }
+}
+
+/// How many calls the first open connection carries at once before others are used. Calls
+/// on one connection run on the server in the order they were sent, so a call made after
+/// another one was sent is answered after it (as on Redis's one multiplexed connection),
+/// unless the first connection is this busy.
+const LEAD_DEPTH: usize = 4;
+
+/// The pool: `size` connection slots, filled on demand (or by `warm`), each connection
+/// shared by concurrent calls. Calls go to the first connection while it carries fewer than
+/// [`LEAD_DEPTH`]; beyond that, to the least busy one (opening more, up to `size`).
+pub(crate) struct Pool {
+    config: tokio_postgres::Config,
+    slots: Mutex<Vec<Option<Arc<Conn>>>>,
+    io_timeout: Duration,
+    sql: Vec<String>,
+}
+
+/// Marks a call in flight on a connection; if the call is dropped before it ends (its
+/// `io_timeout` ran out), the connection is taken out of its slot, so that the next call
+/// opens a fresh one instead of queueing behind a connection that may be hung.
+struct InFlight<'a> {
+    pool: &'a Pool,
+    conn: Arc<Conn>,
+    done: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.conn.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if !self.done {
+            self.pool.evict(&self.conn);
+        }
+    }
+}
+
+impl Pool {
+    /// A pool of at most `size` connections to `config` (whose session options get the
+    /// engine's `statement_timeout` and `lock_timeout`), for `schema`.
+    pub(crate) fn new(
+        mut config: tokio_postgres::Config,
+        size: usize,
+        io_timeout: Duration,
+        lock_wait: Duration,
+        schema: &Schema,
+    ) -> Self {
+        let ms = |d: Duration| d.as_millis().max(1);
+        let options = format!(
+            "{} -c statement_timeout={} -c lock_timeout={}",
+            config.get_options().unwrap_or_default(),
+            ms(io_timeout),
+            ms(lock_wait)
+        );
+        config.options(options.trim_start());
+        if config.get_application_name().is_none() {
+            config.application_name("alkstore-pg");
+        }
+        config.connect_timeout(io_timeout);
+        let sql = Op::all().map(|op| op.sql(schema)).collect();
+        Pool {
+            config,
+            slots: Mutex::new(vec![None; size.max(1)]),
+            io_timeout,
+            sql,
+        }
+    }
+
+    /// The connection settings (for the listener and the drop-release helper).
+    pub(crate) fn config(&self) -> &tokio_postgres::Config {
+        &self.config
+    }
+
+    /// Opens a new connection (its driver task spawned on the current runtime).
+    pub(crate) async fn connect(&self) -> Result<Client, LockError> {
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            unavailable(format!(
+                "could not connect to {}: {}",
+                redacted(&self.config),
+                describe(&e)
+            ))
+        })?;
+        tokio::spawn(async move {
+            // Ends when the server closes the connection or the client is dropped.
+            let _ = connection.await;
+        });
+        Ok(client)
+    }
+
+    /// Fills every slot now, each connection with every statement prepared, `first` (the
+    /// connection that checked the schema) in the first slot, so that the first calls of a
+    /// new store pay no connection or preparation round trips. Best effort: a slot whose
+    /// connection fails is filled later, on demand.
+    pub(crate) async fn warm(&self, first: Client) {
+        let size = self.lock().len();
+        let opening: Vec<_> = (1..size)
+            .map(|_| {
+                let (config, sql) = (self.config.clone(), self.sql.clone());
+                tokio::spawn(async move {
+                    let (client, connection) = config.connect(NoTls).await.ok()?;
+                    tokio::spawn(async move {
+                        let _ = connection.await;
+                    });
+                    let conn = Conn::new(client);
+                    prepare_all(&conn, &sql).await.then_some(conn)
+                })
+            })
+            .collect();
+        let first = Conn::new(first);
+        if prepare_all(&first, &self.sql).await {
+            self.lock()[0] = Some(first);
+        }
+        for (i, task) in opening.into_iter().enumerate() {
+            if let Ok(Some(conn)) = task.await {
+                let mut slots = self.lock();
+                if slots[i + 1].is_none() {
+                    slots[i + 1] = Some(conn);
+                }
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Option<Arc<Conn>>>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes `conn` out of its slot (if it is still there).
+    fn evict(&self, conn: &Arc<Conn>) {
+        for slot in self.lock().iter_mut() {
+            if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+                *slot = None;
+            }
+        }
+    }
+
+    /// The connection for the next call: the first open one while it carries fewer than
+    /// [`LEAD_DEPTH`] calls; else an empty slot's new connection; else the least busy.
+    async fn pick(&self) -> Result<Arc<Conn>, LockError> {
+        let empty = {
+            let mut slots = self.lock();
+            let mut best: Option<Arc<Conn>> = None;
+            let mut empty = None;
+            for (i, slot) in slots.iter_mut().enumerate() {
+                if slot.as_ref().is_some_and(|c| c.client.is_closed()) {
+                    *slot = None;
+                }
+                match slot {
+                    None => {
+                        if empty.is_none() {
+                            empty = Some(i);
+                        }
+                    }
+                    Some(conn) => {
+                        let load = conn.in_flight.load(Ordering::Relaxed);
+                        if best.is_none() && load < LEAD_DEPTH {
+                            return Ok(Arc::clone(conn));
+                        }
+                        if best
+                            .as_ref()
+                            .is_none_or(|b| load < b.in_flight.load(Ordering::Relaxed))
+                        {
+                            best = Some(Arc::clone(conn));
+                        }
+                    }
+                }
+            }
+            match (empty, best) {
+                (None, Some(best)) => return Ok(best),
+                (empty, _) => empty,
+            }
+        };
+        let conn = Conn::new(self.connect().await?);
+        let mut slots = self.lock();
+        // If another call filled the slot meanwhile, this connection serves this call only.
+        if let Some(slot @ None) = empty.and_then(|i| slots.get_mut(i)) {
+            *slot = Some(Arc::clone(&conn));
+        }
+        Ok(conn)
+    }
+
+    /// Runs `op` with `params` and returns its rows, within the `io_timeout`.
+    pub(crate) async fn call(
+        &self,
+        op: Op,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Fail> {
+        let io = self.io_timeout;
+        match tokio::time::timeout(io, self.call_untimed(op, params)).await {
+            Ok(result) => result,
+            Err(_) => Err(Fail::Down(unavailable(format!(
+                "postgres did not answer within the io_timeout of {io:?}"
+            )))),
+        }
+    }
+
+    async fn call_untimed(&self, op: Op, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Fail> {
+        let mut retried = false;
+        loop {
+            let conn = self.pick().await.map_err(Fail::Down)?;
+            conn.in_flight.fetch_add(1, Ordering::Relaxed);
+            let mut flight = InFlight {
+                pool: self,
+                conn,
+                done: false,
+            };
+            let result = self.run(&flight.conn, op, params).await;
+            flight.done = true;
+            match result {
+                Ok(rows) => return Ok(rows),
+                Err(e) => {
+                    if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
+                        return Err(Fail::Locked);
+                    }
+                    let closed = flight.conn.client.is_closed() || e.is_closed();
+                    if closed {
+                        self.evict(&flight.conn);
+                    }
+                    // A connection found dead (the server restarted, or terminated it) is
+                    // replaced, and the call tried once more, if running it twice is safe.
+                    if closed && !retried && op.retryable() {
+                        retried = true;
+                        continue;
+                    }
+                    return Err(Fail::Down(unavailable(describe(&e))));
+                }
+            }
+        }
+    }
+
+    async fn run(
+        &self,
+        conn: &Conn,
+        op: Op,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        let statement = conn.statements[op.index()]
+            .get_or_try_init(|| conn.client.prepare(&self.sql[op.index()]))
+            .await?;
+        conn.client.query(statement, params).await
+    }
+}
+
+/// Prepares every statement of `sql` on `conn`: false if one failed.
+async fn prepare_all(conn: &Conn, sql: &[String]) -> bool {
+    for (slot, text) in conn.statements.iter().zip(sql) {
+        let prepared = slot.get_or_try_init(|| conn.client.prepare(text)).await;
+        if prepared.is_err() {
+            return false;
+        }
+    }
+    true
+}

@@ -1,0 +1,209 @@
+//! The server-side code: the `.sql` files next to this one, rendered for one schema, and the
+//! versioned migration that installs them under an advisory lock.
+//!
+//! Placeholders: `@s@` the schema's quoted identifier, `@chan@` its NOTIFY channel,
+//! `@tokens@` / `@arrivals@` its sequences (as regclass literals), `@clock@` the statements
+//! that read the clock into `v_raw` and `v_now` (plus the test offset in `test-clock` builds).
+//! Lock names, owners and every other value are parameters, never spliced in.
+
+use tokio_postgres::Client;
+
+/// The schema version this build installs and understands.
+pub(crate) const VERSION: i32 = 1;
+
+/// Which clock this build's functions read: recorded in the schema's `meta` row, so that a
+/// plain build never runs on a schema installed by a test build, nor the other way round.
+#[cfg(not(feature = "test-clock"))]
+pub(crate) const CLOCK_MODE: &str = "server";
+#[cfg(feature = "test-clock")]
+pub(crate) const CLOCK_MODE: &str = "test";
+
+const RAW_NOW: &str = "v_raw := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;";
+#[cfg(not(feature = "test-clock"))]
+const LEASE_NOW: &str = "v_now := v_raw;";
+#[cfg(feature = "test-clock")]
+const LEASE_NOW: &str = "v_now := v_raw + (SELECT offset_us FROM @s@.test_clock);";
+
+const TABLES: &str = include_str!("sql/001_tables.sql");
+
+/// Version 1's functions, in the order they are created (helpers first).
+const FUNCTIONS: &[&str] = &[
+    include_str!("sql/internal.sql"),
+    include_str!("sql/try_lock.sql"),
+    include_str!("sql/acquire.sql"),
+    include_str!("sql/cancel.sql"),
+    include_str!("sql/release.sql"),
+    include_str!("sql/renew.sql"),
+    include_str!("sql/is_held.sql"),
+    include_str!("sql/holder.sql"),
+    include_str!("sql/snapshot.sql"),
+    include_str!("sql/force_release.sql"),
+    include_str!("sql/fence.sql"),
+];
+
+#[cfg(feature = "test-clock")]
+const TEST_CLOCK: &str = include_str!("sql/test_clock.sql");
+
+/// The client-side statements of `fast.sql`, each after its `-- @name@` line.
+const FAST: &str = include_str!("sql/fast.sql");
+
+/// The lease clock as one SQL expression, for the fast statements.
+#[cfg(not(feature = "test-clock"))]
+const NOW_EXPR: &str = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+#[cfg(feature = "test-clock")]
+const NOW_EXPR: &str = "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint + (SELECT offset_us FROM @s@.test_clock))";
+
+/// Two keys for `pg_advisory_xact_lock(int, int)`: this constant ("alks") and the hash of
+/// the schema's name, so that migrations of one schema wait for each other only.
+const MIGRATION_LOCK: i32 = 0x616c_6b73;
+
+/// One schema's identifiers, for rendering the `.sql` files and the calls.
+#[derive(Clone, Debug)]
+pub(crate) struct Schema {
+    /// The name as configured (checked by `PgConfig::check_schema`).
+    pub(crate) name: String,
+    /// The quoted identifier.
+    pub(crate) ident: String,
+    /// The NOTIFY channel of this schema: `alk_` and a hash of the name (deterministic in
+    /// every process), well under PostgreSQL's 63-byte identifier limit.
+    pub(crate) channel: String,
+}
+
+impl Schema {
+    /// The identifiers of schema `name` (already checked: ASCII letters, digits, `_`, `-`).
+    pub(crate) fn new(name: &str) -> Self {
+        Schema {
+            name: name.into(),
+            ident: format!("\"{}\"", name.replace('"', "\"\"")),
+            channel: format!("alk_{:016x}", fnv1a(name.as_bytes())),
+        }
+    }
+
+    /// The fast statement `name` of `fast.sql` (`try_lock_fast`, `release_fast`, `sweep`),
+    /// rendered for this schema.
+    pub(crate) fn fast(&self, name: &str) -> String {
+        let marker = format!("-- @{name}@");
+        let body: String = FAST
+            .split_once(&marker)
+            .map(|(_, rest)| rest)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .skip_while(|line| line.starts_with("--"))
+            .take_while(|line| !line.starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.render(&body)
+    }
+
+    /// `sql` with this schema's placeholders filled in.
+    pub(crate) fn render(&self, sql: &str) -> String {
+        let clock = format!("{RAW_NOW}\n  {LEASE_NOW}");
+        sql.replace("@clock@", &clock)
+            .replace("@now_expr@", NOW_EXPR)
+            .replace("@tokens@", &format!("{}.tokens", self.ident))
+            .replace("@arrivals@", &format!("{}.arrivals", self.ident))
+            .replace("@chan@", &self.channel)
+            .replace("@s@", &self.ident)
+    }
+}
+
+/// 64-bit FNV-1a: the same in every process and build (std's hashers are randomized).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Installs the schema if it is missing, in one transaction under an advisory lock, so that
+/// several processes connecting at once install it once; then checks its version and clock.
+pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), String> {
+    let db = |e: tokio_postgres::Error| crate::pool::describe(&e);
+    let tx = client.transaction().await.map_err(db)?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&MIGRATION_LOCK, &schema.name],
+    )
+    .await
+    .map_err(db)?;
+    let encoding: String = tx
+        .query_one("SELECT current_setting('server_encoding')", &[])
+        .await
+        .map_err(db)?
+        .get(0);
+    if encoding != "UTF8" {
+        return Err(format!(
+            "the database's encoding is {encoding}; alkstore-pg needs UTF8 (lock names are \
+             any Unicode without control characters)"
+        ));
+    }
+    let meta = format!("{}.meta", schema.ident);
+    let installed: bool = tx
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
+        .await
+        .map_err(db)?
+        .get(0);
+    if !installed {
+        let mut script = schema.render(TABLES);
+        for function in FUNCTIONS {
+            script.push_str(&schema.render(function));
+        }
+        #[cfg(feature = "test-clock")]
+        script.push_str(&schema.render(TEST_CLOCK));
+        tx.batch_execute(&script).await.map_err(db)?;
+        tx.execute(
+            &format!("INSERT INTO {meta} (version, clock) VALUES ($1, $2)"),
+            &[&VERSION, &CLOCK_MODE],
+        )
+        .await
+        .map_err(db)?;
+    } else {
+        let row = tx
+            .query_one(&format!("SELECT version, clock FROM {meta}"), &[])
+            .await
+            .map_err(db)?;
+        let (version, clock): (i32, String) = (row.get(0), row.get(1));
+        if version > VERSION {
+            return Err(format!(
+                "schema {:?} is at version {version}, installed by a newer alkstore-pg; this \
+                 one knows versions up to {VERSION}",
+                schema.name
+            ));
+        }
+        if clock != CLOCK_MODE {
+            return Err(format!(
+                "schema {:?} was installed by a build with the {clock:?} clock; this build \
+                 uses the {CLOCK_MODE:?} clock (the test-only `test-clock` feature): use \
+                 another schema",
+                schema.name
+            ));
+        }
+        // Later versions add their steps here, each from the version before it.
+    }
+    tx.commit().await.map_err(db)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_placeholder_is_rendered() {
+        let schema = Schema::new("My-Schema");
+        let mut all = schema.render(TABLES);
+        for f in FUNCTIONS {
+            all.push_str(&schema.render(f));
+        }
+        for fast in ["try_lock_fast", "release_fast", "sweep"] {
+            let sql = schema.fast(fast);
+            assert!(sql.len() > 100 && !sql.contains("--"), "{fast}: {sql}");
+            all.push_str(&sql);
+        }
+        assert!(!all.contains('@'), "a placeholder is left");
+        assert!(all.contains("\"My-Schema\".leases"));
+        assert!(all.contains(&schema.channel));
+        assert_eq!(schema.channel.len(), 20);
+        assert_ne!(Schema::new("a").channel, Schema::new("b").channel);
+        assert_eq!(Schema::new("a").channel, Schema::new("a").channel);
+    }
+}

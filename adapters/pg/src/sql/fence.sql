@@ -1,0 +1,35 @@
+-- fence(name, token): call it inside your own transaction, before a write that the lock
+-- guards. It raises SQLSTATE 55F01 (class 55, object not in prerequisite state), with a
+-- message naming the lock, unless the lease on `name` with fencing token `token` is live on
+-- the server's clock now; and it holds the lease row FOR KEY SHARE until the transaction
+-- ends. Every grant of a name locks its row FOR UPDATE, which conflicts with that: nobody
+-- can be granted the name until the guarded write has committed or rolled back, even when
+-- the transaction runs past the lease's deadline (a long transaction delays a takeover).
+-- Renewals of the same lease take FOR NO KEY UPDATE and go on meanwhile.
+CREATE FUNCTION @s@.fence(p_name text, p_token bigint) RETURNS void
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_raw bigint;
+  v_now bigint;
+  v_dl bigint;
+  v_seen bigint;
+BEGIN
+  @clock@
+  SELECT deadline, seen INTO v_dl, v_seen FROM @s@.leases
+   WHERE name = p_name AND token = p_token AND owner IS NOT NULL
+   FOR KEY SHARE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'alkstore fence: lock % is not held with fencing token %',
+      quote_literal(p_name), p_token
+      USING ERRCODE = '55F01',
+            HINT = 'the lease was released, lapsed and was taken over, or never had this token';
+  END IF;
+  v_now := greatest(v_now, v_seen);
+  IF v_now >= v_dl THEN
+    RAISE EXCEPTION 'alkstore fence: the lease on lock % (fencing token %) lapsed % µs ago',
+      quote_literal(p_name), p_token, v_now - v_dl
+      USING ERRCODE = '55F01',
+            HINT = 'renew the lease (keep_alive) more often than its ttl';
+  END IF;
+END
+$fn$;

@@ -1,0 +1,38 @@
+-- holder(name) -> (owner, token, deadline, now): the live lease, or a NULL owner when the name
+-- is free. An unlocked row is brought up to date (a lapsed lease goes to the first waiter, or
+-- the row is deleted); a row locked by another transaction (an operation in flight, or a
+-- transaction holding fence()) is read as last committed, without waiting.
+CREATE FUNCTION @s@.holder(p_name text, OUT o_owner text, OUT o_token bigint,
+                           OUT o_deadline bigint, OUT o_now bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_raw bigint;
+  v_now bigint;
+  r @s@.leases;
+  cur @s@.leases;
+BEGIN
+  @clock@
+  SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR UPDATE SKIP LOCKED;
+  IF FOUND THEN
+    v_now := greatest(v_now, r.seen);
+    cur := @s@._settle(p_name, r, v_now, v_raw);
+    IF cur.name IS NULL THEN
+      DELETE FROM @s@.leases WHERE name = p_name;
+    END IF;
+  ELSE
+    SELECT * INTO cur FROM @s@.leases WHERE name = p_name;
+    IF FOUND THEN
+      v_now := greatest(v_now, cur.seen);
+      IF cur.owner IS NULL OR v_now >= cur.deadline THEN
+        cur := NULL;
+      END IF;
+    END IF;
+  END IF;
+  o_now := v_now;
+  IF cur.name IS NOT NULL THEN
+    o_owner := cur.owner;
+    o_token := cur.token;
+    o_deadline := cur.deadline;
+  END IF;
+END
+$fn$;

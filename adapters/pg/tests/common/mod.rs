@@ -1,0 +1,291 @@
+//! Helpers shared by the PostgreSQL test suites: the shared cluster's URL, fresh schemas, raw
+//! clients, and throwaway clusters of their own for fault tests.
+#![allow(dead_code, reason = "each test binary uses part of it")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use alkstore_pg::{PgConfig, PgLocks};
+
+/// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+/// The shared test cluster's URL. Tests FAIL without it: run them with `make test-pg`.
+pub fn url() -> String {
+    std::env::var("ALKSTORE_PG_URL").unwrap_or_else(|_| {
+        panic!(
+            "ALKSTORE_PG_URL is not set: these tests need a PostgreSQL. Run `make test-pg`, \
+             which starts a throwaway cluster on 127.0.0.1:5439 and sets it"
+        )
+    })
+}
+
+/// A schema no other test (or run) uses.
+pub fn fresh_schema() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "t{}_{}_{}",
+        std::process::id(),
+        nanos % 1_000_000_000_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A store on the shared cluster, in a fresh schema.
+pub async fn store() -> PgLocks {
+    store_with(PgConfig::new()).await
+}
+
+/// A store on the shared cluster with `config`, in a fresh schema.
+pub async fn store_with(config: PgConfig) -> PgLocks {
+    PgLocks::connect_with(&url(), config.with_schema(fresh_schema()))
+        .await
+        .expect("the test cluster answers")
+}
+
+/// A plain tokio-postgres client on `url`, its connection driven by a task.
+pub async fn client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("the test cluster answers");
+    tokio::spawn(connection);
+    client
+}
+
+/// PostgreSQL's server binaries: $PG_BIN (set by scripts/pg-run.sh) or Debian's newest.
+pub fn pg_bin() -> PathBuf {
+    if let Ok(bin) = std::env::var("PG_BIN") {
+        return PathBuf::from(bin);
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .expect("PostgreSQL is installed (make pg-setup)")
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("initdb").exists())
+        .collect();
+    dirs.sort();
+    dirs.pop().expect("PostgreSQL is installed (make pg-setup)")
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+/// A throwaway cluster of a fault test's own, on `port` (5440-5449): initdb into a scratch
+/// dir owned by user `postgres` (run through runuser when we are root), trust auth, listening
+/// on 127.0.0.1 only, socket in the scratch dir. Stopped (`pg_ctl stop -m immediate`, then
+/// SIGKILL by pid) and removed when dropped, also when the test panics. Never the shared one.
+pub struct PgCluster {
+    pub port: u16,
+    dir: PathBuf,
+    bin: PathBuf,
+    pid: Option<u32>,
+}
+
+impl PgCluster {
+    pub fn start(port: u16) -> PgCluster {
+        let dir =
+            std::env::temp_dir().join(format!("alkstore-pg-fault-{port}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cluster = PgCluster {
+            port,
+            dir,
+            bin: pg_bin(),
+            pid: None,
+        };
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["postgres"])
+                .arg(&cluster.dir)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let out = cluster
+            .as_postgres(&cluster.bin.join("initdb"))
+            .arg("-D")
+            .arg(cluster.data())
+            .args([
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster.launch();
+        cluster
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    fn as_postgres(&self, program: &Path) -> Command {
+        if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(program);
+            c
+        } else {
+            Command::new(program)
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Starts the server (again), on the same data.
+    pub fn launch(&mut self) {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err(),
+            "something already listens on 127.0.0.1:{}; not touching it",
+            self.port
+        );
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories={} -c fsync=off",
+            self.port,
+            self.dir.display()
+        );
+        let out = self
+            .as_postgres(&self.bin.join("pg_ctl"))
+            .arg("-D")
+            .arg(self.data())
+            .arg("-l")
+            .arg(self.dir.join("server.log"))
+            .args(["-w", "-t", "30", "start", "-o", &options])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pg_ctl start: {}{}",
+            String::from_utf8_lossy(&out.stderr),
+            std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+        );
+        let pidfile = std::fs::read_to_string(self.data().join("postmaster.pid")).unwrap();
+        self.pid = Some(pidfile.lines().next().unwrap().trim().parse().unwrap());
+    }
+
+    /// The postmaster's pid and every process it started (the backends).
+    fn pids(&self) -> Vec<u32> {
+        let Some(pid) = self.pid else {
+            return Vec::new();
+        };
+        let mut pids = vec![pid];
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+                continue;
+            };
+            // Field 4 (after the parenthesised name) is the parent's pid.
+            let after = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+            if after.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+                pids.push(child);
+            }
+        }
+        pids
+    }
+
+    fn signal(&self, signal: &str, pids: &[u32]) {
+        for pid in pids {
+            let _ = Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`: no shutdown checkpoint, like a
+    /// crash) and waits until it is gone.
+    pub fn stop(&mut self) {
+        let pids = self.pids();
+        self.signal("-CONT", &pids);
+        if self.pid.is_some() {
+            let _ = self
+                .as_postgres(&self.bin.join("pg_ctl"))
+                .arg("-D")
+                .arg(self.data())
+                .args(["-m", "immediate", "-w", "-t", "10", "stop"])
+                .output();
+        }
+        if let Some(pid) = self.pid.take() {
+            let start = Instant::now();
+            while Path::new(&format!("/proc/{pid}")).exists()
+                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| !s.contains(") Z "))
+            {
+                if start.elapsed() > Duration::from_secs(5) {
+                    self.signal("-KILL", &[pid]);
+                }
+                assert!(start.elapsed() < Duration::from_secs(10));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+
+    /// An immediate stop, then a start on the same data (crash recovery).
+    pub fn restart(&mut self) {
+        self.stop();
+        self.launch();
+    }
+
+    /// SIGSTOP to the postmaster and every backend: connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP", &self.pids());
+    }
+
+    /// SIGCONT to all of them.
+    pub fn resume(&self) {
+        self.signal("-CONT", &self.pids());
+    }
+
+    /// Runs `sql` with psql on this cluster; its output (unaligned, tuples only).
+    pub fn psql(&self, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
+            .args(["-d", "postgres", "-Atc", sql])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for PgCluster {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
