@@ -60,6 +60,30 @@ pub struct LockRegistry<C> {
     inner: Arc<Inner<C>>,
 }
 
+/// The shards' side of a grant that makes a [`Lock`]: here rather than in `shard`, so that
+/// `shard` does not depend on `lock` (which depends on it).
+impl<C: Clock> Inner<C> {
+    /// A `try_lock` of quick-checked inputs in the shard of `hash`.
+    #[inline]
+    fn try_lock_in_shard(
+        &self,
+        hash: u64,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Option<Lock<C>>, LockError> {
+        let shard = self.shard(hash);
+        let mut granted = None;
+        shard.with_state(|state, now, later| {
+            state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
+        })?;
+        if let Some(lease) = &granted {
+            trace::granted(lease, trace::How::Directly);
+        }
+        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease, ttl)))
+    }
+}
+
 impl<C: Clock> LockRegistry<C> {
     /// The shard that holds the names with this hash.
     #[inline]

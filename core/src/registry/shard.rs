@@ -10,7 +10,6 @@ use core::time::Duration;
 
 use hashbrown::DefaultHashBuilder;
 
-use super::Lock;
 use crate::config::Config;
 use crate::deferred::Deferred;
 use crate::error::LockError;
@@ -18,7 +17,6 @@ use crate::padded::CachePadded;
 use crate::state::State;
 use crate::sync::Mutex;
 use crate::time::{Clock, Timestamp};
-use crate::trace;
 use crate::validate::check_request;
 
 /// How many shards a registry splits its names over. Where there can be threads, several,
@@ -39,7 +37,8 @@ pub(super) struct Inner<C> {
 pub(crate) struct Common<C> {
     pub(crate) clock: C,
     /// `C::now`, for the one path that has no `C: Clock` bound to call it by: dropping a
-    /// [`Lock`] (so that `Lock<C>` needs no bound, and structs holding one repeat none).
+    /// [`Lock`](crate::Lock) (so that `Lock<C>` needs no bound, and structs holding one
+    /// repeat none).
     pub(super) read: fn(&C) -> Timestamp,
     pub(super) config: Config,
     /// The tables' hasher, so that names are hashed (and sharded) before any mutex is taken.
@@ -164,25 +163,5 @@ impl<C: Clock> Inner<C> {
             .iter()
             .map(|shard| shard.with_state(|state, now, _| state.table.sweep(now)))
             .sum()
-    }
-
-    /// A `try_lock` of quick-checked inputs in the shard of `hash`.
-    #[inline]
-    pub(super) fn try_lock_in_shard(
-        &self,
-        hash: u64,
-        name: &str,
-        owner: &str,
-        ttl: Duration,
-    ) -> Result<Option<Lock<C>>, LockError> {
-        let shard = self.shard(hash);
-        let mut granted = None;
-        shard.with_state(|state, now, later| {
-            state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
-        })?;
-        if let Some(lease) = &granted {
-            trace::granted(lease, trace::How::Directly);
-        }
-        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease, ttl)))
     }
 }
