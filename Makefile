@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
@@ -15,6 +15,7 @@ setup:
 	@scripts/setup.sh
 	@scripts/redis-setup.sh
 	@scripts/pg-setup.sh
+	@scripts/idb-setup.sh
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -22,7 +23,7 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p alkstore-mem --all-features --all-targets -- -D warnings
-	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance --all-targets --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
@@ -42,8 +43,8 @@ MSRV := 1.85.0
 msrv:
 	@rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal --target wasm32-unknown-unknown >/dev/null
 	@rustup target list --toolchain $(MSRV) --installed | grep -q wasm32-unknown-unknown || rustup target add --toolchain $(MSRV) wasm32-unknown-unknown >/dev/null
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis -p alkstore-pg -p alkstore-cli
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis -p alkstore-pg -p alkstore-cli -p alkstore-idb
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-web -p alkstore-idb --target wasm32-unknown-unknown
 
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
 test-browser:
@@ -95,7 +96,7 @@ size: setup
 ## doc: rustdoc for every crate (and the web adapter on wasm32), warnings as errors
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web --no-deps --target wasm32-unknown-unknown
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web -p alkstore-idb --no-deps --target wasm32-unknown-unknown
 
 ## redis ----------------------------------------------------------------------------------
 ## The Redis engine (adapters/redis). Each target builds first, then starts its own scratch
@@ -155,14 +156,14 @@ test-pg: pg-setup
 ## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
 ## run, and 16 tasks on a pool of 4
 bench-pg: pg-setup
-	$(CARGO) build --release -q -p alkstore-pg-tools --bin bench
-	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin bench
+	$(CARGO) build --release -q -p alkstore-pg-tools --bin pg-bench
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
 
 ## demo-pg: three processes share invoice/1001; the database refuses the stalled one's write
 ## through fence() (asserts the outcome)
 demo-pg: pg-setup
-	$(CARGO) build -q -p alkstore-pg-tools --bin demo
-	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run -q -p alkstore-pg-tools --bin demo
+	$(CARGO) build -q -p alkstore-pg-tools --bin pg-demo
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run -q -p alkstore-pg-tools --bin pg-demo
 ## end postgres ----------------------------------------------------------------------------
 
 ## cli ------------------------------------------------------------------------------------
@@ -174,3 +175,35 @@ test-cli: redis-setup
 	$(CARGO) test -q -p alkstore-cli --no-run
 	scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(CARGO) test -p alkstore-cli
 ## end cli ---------------------------------------------------------------------------------
+
+## idb ------------------------------------------------------------------------------------
+## The browser engine (adapters/idb): locks shared by every tab and worker of an origin through
+## IndexedDB. Its harness (adapters/idb/harness: a wasm-bindgen bundle, pages, workers, and
+## Node drivers on playwright-core) serves pages on 127.0.0.1:8790-8799 only, to headless
+## Chromium with a fresh profile that is removed afterwards.
+.PHONY: idb-setup test-idb bench-idb demo-web
+
+## idb-setup: Node.js + npm (Debian packages, as root, when missing) and the harness's
+## playwright-core from its package-lock.json; the browser pieces come from scripts/setup.sh
+idb-setup:
+	@scripts/setup.sh
+	@scripts/idb-setup.sh
+
+## test-idb: native tests, the conformance suite + engine tests in a window and in a dedicated
+## worker, the cross-context tests and faults (2 pages, 4 workers), the demo headless
+test-idb: idb-setup
+	@scripts/test-idb.sh
+
+## bench-idb: try_lock + release against a hand-written IndexedDB cycle and navigator.locks, in a
+## window and in a worker, and the cross-context wake-up latency (ratios printed, not asserted)
+bench-idb: idb-setup
+	@scripts/idb-harness.sh bench | tee target/bench-idb.md
+
+## demo-web: four workers share invoice/1001 and one stalls: run headless (the story printed and
+## checked, the README's screenshot refreshed), then, from a terminal, served for your browser
+## until Ctrl-C (DEMO_SERVE=1: always serve; DEMO_SERVE=0: never)
+DEMO_SERVE ?= auto
+demo-web: idb-setup
+	@serve=; if [ "$(DEMO_SERVE)" = 1 ] || { [ "$(DEMO_SERVE)" = auto ] && [ -t 0 ]; }; then serve=--serve; fi; \
+	scripts/idb-harness.sh demo --screenshot adapters/idb/demo.png $$serve
+## end idb ---------------------------------------------------------------------------------

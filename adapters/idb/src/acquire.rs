@@ -1,0 +1,206 @@
+//! [`IdbAcquire`]: the waiting protocol.
+//!
+//! A waiting `acquire` is a loop of steps, each one transaction (`ops::step`): the first
+//! takes a free name or puts a ticket at the back of the name's queue; later ones refresh the
+//! ticket's heartbeat, pick up a lease handed to it, or leave once the wait is over. Between
+//! steps the waiter sleeps until the first of: a wake-up naming it on the
+//! `BroadcastChannel` (a release handed it the lease, or it became first in line), its next
+//! heartbeat, the end of its wait, and, when it is first in line, the holder's deadline (a
+//! holder that went away without releasing). A lost message therefore costs at most one
+//! heartbeat, never a lease.
+
+use core::fmt;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use alkstore_mem::LockError;
+
+use crate::cancel::CancelGuard;
+use crate::lock::IdbLock;
+use crate::store::IdbLocks;
+use crate::sys;
+use crate::tx::ops::{self, Step, Stepped};
+use crate::util::{micros, race, sleep_us};
+use crate::{BoxedFuture, IdbFuture};
+
+/// The future of [`IdbLocks::acquire`].
+///
+/// Resolves to `Ok(Some(lock))` once granted, `Ok(None)` when a bounded wait elapsed first,
+/// the request's validation error, or [`LockError::Unavailable`]. Dropping it withdraws the
+/// request (its ticket leaves the queue, and a lease already handed to it goes on).
+#[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
+pub struct IdbAcquire {
+    state: State,
+}
+
+enum State {
+    Start {
+        store: IdbLocks,
+        name: String,
+        owner: String,
+        ttl: Duration,
+        wait: Option<Duration>,
+        checked: Result<(), LockError>,
+    },
+    Waiting(IdbFuture<'static, Option<IdbLock>>),
+    Done,
+}
+
+impl IdbAcquire {
+    pub(crate) fn new(
+        store: IdbLocks,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+        checked: Result<(), LockError>,
+    ) -> Self {
+        IdbAcquire {
+            state: State::Start {
+                store,
+                name: name.into(),
+                owner: owner.into(),
+                ttl,
+                wait: None,
+                checked,
+            },
+        }
+    }
+
+    /// Bounds the wait: the future resolves to `Ok(None)` once `wait` has elapsed on the
+    /// engine's clock without a grant (counted from the first poll; the answer comes no later
+    /// than `wait` + the `io_timeout`). `timeout(Duration::ZERO)` answers exactly as
+    /// [`IdbLocks::try_lock`] does. Once the future has been polled this changes nothing.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use core::time::Duration;
+    /// # async fn run(locks: alkstore_idb::IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// let lock = locks.acquire("job", "tab-1", Duration::from_secs(10))
+    ///     .timeout(Duration::from_millis(500))
+    ///     .await?;
+    /// # drop(lock); Ok(())
+    /// # }
+    /// ```
+    pub fn timeout(mut self, wait: Duration) -> Self {
+        if let State::Start { wait: bound, .. } = &mut self.state {
+            *bound = Some(wait);
+        }
+        self
+    }
+}
+
+impl Future for IdbAcquire {
+    type Output = Result<Option<IdbLock>, LockError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let State::Start { .. } = self.state {
+            let State::Start {
+                store,
+                name,
+                owner,
+                ttl,
+                wait,
+                checked,
+            } = core::mem::replace(&mut self.state, State::Done)
+            else {
+                unreachable!("matched just above")
+            };
+            if let Err(err) = checked {
+                return Poll::Ready(Err(err));
+            }
+            self.state = State::Waiting(BoxedFuture::new(wait_for(store, name, owner, ttl, wait)));
+        }
+        match &mut self.state {
+            State::Waiting(fut) => {
+                let out = Pin::new(fut).poll(cx);
+                if out.is_ready() {
+                    self.state = State::Done;
+                }
+                out
+            }
+            State::Start { .. } | State::Done => Poll::Ready(Err(LockError::Unavailable {
+                reason: "IdbAcquire polled after it resolved".into(),
+            })),
+        }
+    }
+}
+
+impl fmt::Debug for IdbAcquire {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match &self.state {
+            State::Start { .. } => "start",
+            State::Waiting(_) => "waiting",
+            State::Done => "done",
+        };
+        f.debug_struct("IdbAcquire").field("state", &state).finish()
+    }
+}
+
+async fn wait_for(
+    store: IdbLocks,
+    name: String,
+    owner: String,
+    ttl: Duration,
+    wait: Option<Duration>,
+) -> Result<Option<IdbLock>, LockError> {
+    let id = sys::new_id();
+    let heartbeat = store.config().waiter_heartbeat();
+    let heartbeat_us = micros(heartbeat);
+    // Registered before the first step, so that no wake-up meant for it is missed.
+    let watch = store.inner.db.register(&id, &name);
+    let mut guard = CancelGuard::new(&store, &name, id.clone());
+    let ttl_us = micros(ttl);
+    // The wait counts from this first poll, by this context's estimate of the engine's clock
+    // (never ahead of what the transactions read): a zero wait ends at once, as try_lock.
+    let wait_until = wait.map_or(0, |w| store.now_us().saturating_add(micros(w)).max(1));
+    loop {
+        let (i, o) = (id.clone(), owner.clone());
+        let step = Step {
+            id: "",
+            owner: "",
+            ttl: ttl_us,
+            wait_until,
+            heartbeat: heartbeat_us.saturating_mul(3),
+        };
+        let (stepped, now) = store
+            .on_row(&name, move |row, cx| {
+                let step = Step {
+                    id: &i,
+                    owner: &o,
+                    ..step
+                };
+                (ops::step(row, cx, &step), cx.now)
+            })
+            .await?;
+        match stepped {
+            Stepped::Granted(granted) => {
+                guard.disarm();
+                return Ok(Some(IdbLock::new(
+                    store,
+                    name,
+                    owner,
+                    granted.token,
+                    granted.deadline,
+                    ttl,
+                )));
+            }
+            Stepped::Over => {
+                guard.disarm();
+                return Ok(None);
+            }
+            Stepped::Queued { head_deadline } => {
+                let mut until = now.saturating_add(heartbeat_us);
+                if wait_until != 0 {
+                    until = until.min(wait_until);
+                }
+                if let Some(deadline) = head_deadline {
+                    until = until.min(deadline);
+                }
+                let nap = until.saturating_sub(store.now_us());
+                race(sleep_us(nap), watch.notified()).await;
+            }
+        }
+    }
+}

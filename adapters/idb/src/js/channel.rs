@@ -1,0 +1,184 @@
+//! Wake-ups across contexts: one `BroadcastChannel` per database (named
+//! `alkstore-idb:<database>`), and the local sleepers it wakes.
+//!
+//! Messages: `w:<id>` (waiter `id` should re-check: it was handed a lease or became first in
+//! line), `n:<name>` (the lease on `name` was ended by force), `*` (every sleeper re-checks: a
+//! test moved the clock). A channel does not deliver to itself, so every post is also
+//! dispatched locally. Messages can be missed (a context that is just starting, a browser
+//! without `BroadcastChannel`): every sleeper also wakes at its own bounded deadline, so a
+//! lost message costs time, never a lease.
+
+use core::cell::{Cell, RefCell};
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use std::rc::Rc;
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{BroadcastChannel, MessageEvent};
+
+use crate::tx::ops::Notice;
+
+/// A sleeper's flag and waker.
+#[derive(Default)]
+struct Notify {
+    woken: Cell<bool>,
+    waker: Cell<Option<Waker>>,
+}
+
+impl Notify {
+    fn wake(&self) {
+        self.woken.set(true);
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
+}
+
+struct Sleeper {
+    key: u64,
+    id: String,
+    name: String,
+    notify: Rc<Notify>,
+}
+
+#[derive(Default)]
+struct Sleepers {
+    next: u64,
+    list: Vec<Sleeper>,
+}
+
+impl Sleepers {
+    fn dispatch(&self, message: &str) {
+        for s in &self.list {
+            let hit = match message.split_once(':') {
+                Some(("w", id)) => s.id == id,
+                Some(("n", name)) => s.name == name,
+                _ => message == "*",
+            };
+            if hit {
+                s.notify.wake();
+            }
+        }
+    }
+}
+
+struct Inner {
+    channel: Option<BroadcastChannel>,
+    sleepers: Rc<RefCell<Sleepers>>,
+    _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(channel) = &self.channel {
+            channel.close();
+        }
+    }
+}
+
+/// The channel of one database, shared by the clones of a store.
+#[derive(Clone)]
+pub(crate) struct Channel(Rc<Inner>);
+
+impl Channel {
+    /// Joins the channel `name`; without `BroadcastChannel` (or if it refuses), wake-ups stay
+    /// local and sleepers rely on their own deadlines.
+    pub(crate) fn new(name: &str) -> Self {
+        let sleepers: Rc<RefCell<Sleepers>> = Rc::default();
+        let channel = BroadcastChannel::new(name).ok();
+        let on_message = channel.as_ref().map(|channel| {
+            let sleepers = Rc::clone(&sleepers);
+            let f = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+                if let Some(message) = event.data().as_string() {
+                    sleepers.borrow().dispatch(&message);
+                }
+            });
+            channel.set_onmessage(Some(f.as_ref().unchecked_ref()));
+            f
+        });
+        Channel(Rc::new(Inner {
+            channel,
+            sleepers,
+            _on_message: on_message,
+        }))
+    }
+
+    fn send(&self, message: &str) {
+        if let Some(channel) = &self.0.channel {
+            let _ = channel.post_message(&JsValue::from_str(message));
+        }
+        self.0.sleepers.borrow().dispatch(message);
+    }
+
+    /// Announces a transaction's notice to every context (this one included).
+    pub(crate) fn post(&self, notice: &Notice) {
+        match notice {
+            Notice::Waiter(id) => self.send(&format!("w:{id}")),
+            Notice::Ended(name) => self.send(&format!("n:{name}")),
+        }
+    }
+
+    /// Wakes every sleeper of every context.
+    #[cfg(feature = "test-clock")]
+    pub(crate) fn post_all(&self) {
+        self.send("*");
+    }
+
+    /// Registers a sleeper woken by messages naming `id` or the lock `name`, and by `*`.
+    pub(crate) fn register(&self, id: &str, name: &str) -> Registration {
+        let notify = Rc::new(Notify::default());
+        let mut sleepers = self.0.sleepers.borrow_mut();
+        sleepers.next += 1;
+        let key = sleepers.next;
+        sleepers.list.push(Sleeper {
+            key,
+            id: id.into(),
+            name: name.into(),
+            notify: Rc::clone(&notify),
+        });
+        Registration {
+            sleepers: Rc::clone(&self.0.sleepers),
+            key,
+            notify,
+        }
+    }
+}
+
+/// A sleeper's registration; leaves the list when dropped.
+pub(crate) struct Registration {
+    sleepers: Rc<RefCell<Sleepers>>,
+    key: u64,
+    notify: Rc<Notify>,
+}
+
+impl Registration {
+    /// Resolves at the next wake-up (at once if one came since the last call).
+    pub(crate) fn notified(&self) -> Notified<'_> {
+        Notified(self)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let key = self.key;
+        self.sleepers.borrow_mut().list.retain(|s| s.key != key);
+    }
+}
+
+/// The future of [`Registration::notified`].
+pub(crate) struct Notified<'a>(&'a Registration);
+
+impl Future for Notified<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let notify = &self.0.notify;
+        if notify.woken.replace(false) {
+            return Poll::Ready(());
+        }
+        notify.waker.set(Some(cx.waker().clone()));
+        Poll::Pending
+    }
+}

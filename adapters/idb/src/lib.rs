@@ -1,0 +1,134 @@
+//! alkstore-mem's lock contract across every tab and worker of a browser origin: named
+//! exclusive locks with TTL leases, fencing tokens and FIFO waiting, kept in IndexedDB.
+//!
+//! # The model
+//! [`IdbLocks::open`] opens (creating on first use) one IndexedDB database; every window,
+//! tab and dedicated worker of the origin that opens the same name shares its locks. Each
+//! operation checks its input locally with the core's own checks
+//! ([`alkstore_mem::validate`]), then runs **one `readwrite` transaction** that reads the
+//! name's row and the database's clock row, decides synchronously, and writes what changed.
+//! IndexedDB runs overlapping `readwrite` transactions one at a time across all contexts of an
+//! origin, so read-decide-write is atomic. The same methods exist inherently and through
+//! [`alkstore_mem::LockStore`] / [`alkstore_mem::LockHandle`], so code written and tested
+//! against the in-memory engine runs here unchanged. `navigator.locks` has no ttl and no
+//! fencing (a frozen or busy tab holds a Web Lock forever); this engine's leases lapse at
+//! their deadline and carry a fencing token that a stale holder cannot forge.
+//!
+//! # What it promises
+//! - **Exclusion**: at most one live lease per name in a database; busy is `Ok(None)`.
+//! - **Fencing tokens** strictly increase across the database: `max(last + 1, now in µs)`,
+//!   kept in the clock row, so they survive reloads and keep increasing even after the
+//!   database was deleted (site data cleared, storage evicted), as long as the clock did not
+//!   step back by more than the time since. Compare them; do not count on their values
+//!   (about 1.8e15 today). Guard writes with the core's [`alkstore_mem::Fence`].
+//! - **Waiting** is FIFO across contexts with direct hand-off: each name's row keeps a queue
+//!   of tickets; a release writes the lease straight to the first live ticket and wakes its
+//!   context over a `BroadcastChannel`; `try_lock` cannot barge. Every ticket has a
+//!   heartbeat: a closed tab's or terminated worker's ticket is skipped after three missed
+//!   heartbeats. The first waiter also sleeps to the holder's deadline, so a holder that died
+//!   silently costs its ttl, not more. See [`IdbAcquire`].
+//! - **Failures** are [`LockError::Unavailable`], never a panic and never a lock believed held
+//!   that is not: IndexedDB absent or forbidden (some private modes, opaque origins, storage
+//!   blocked), an open blocked by another connection, a transaction that fails (quota) or does
+//!   not finish within the [`io_timeout`](IdbConfig::with_io_timeout) (it is then aborted, so
+//!   it changed nothing), a row this crate did not write. A database deleted or closed under
+//!   the store is opened again by the next operation.
+//!
+//! # Time
+//! The engine's clock is the shared wall clock, `Date.now()` (every context of the origin
+//! reads the same one; `performance.now()` has a different origin in each context), raised to
+//! the clock floor kept in the database, so decisions never go back in time. Its resolution
+//! is 1 ms (leases are stored in µs, decided at whole ms). A system clock that steps
+//! **back** stalls every lease until it catches up with the floor (leases get longer); one
+//! that steps **forward** ends leases early. Exclusion never depends on the clock, and the
+//! fencing token guards the early end: a holder whose lease lapsed is refused by the Fence.
+//!
+//! # Contexts
+//! - Windows, tabs and **dedicated workers** load the same wasm-bindgen bundle and share
+//!   locks; SharedWorker is not needed (nor available in dedicated workers or on Chrome for
+//!   Android).
+//! - **Hidden tabs**: browsers throttle timers in background tabs (Chrome: once a second, and
+//!   once a minute after five minutes hidden). Keep-alive renewals and waiter heartbeats run
+//!   on timers, so hold leases and wait in a **dedicated worker** where a page may be hidden.
+//! - **A context that stalls inside a transaction stalls every context of the origin.** This
+//!   crate's transaction bodies never await anything, but a thread that blocks (a long loop,
+//!   `alert`) right after sending a transaction holds it open until it runs again: the other
+//!   contexts then get `Unavailable` after their `io_timeout`, and no lease is lost.
+//! - **Storage partitioning**: a cross-site iframe gets a storage partition (and a
+//!   `BroadcastChannel` scope) of its own, so it does not share locks with the top-level page
+//!   of the same origin.
+//!
+//! # On other targets
+//! The crate compiles on every target (for docs.rs, rust-analyzer and `cargo check` of code
+//! written for the browser), but IndexedDB exists only in browsers: natively,
+//! [`IdbLocks::open`] answers `Unavailable`.
+//!
+//! # Example
+//! ```no_run
+//! use alkstore_idb::IdbLocks;
+//! use core::time::Duration;
+//!
+//! # async fn run() -> Result<(), alkstore_idb::LockError> {
+//! let locks = IdbLocks::open("my-app-locks").await?;
+//! // In any tab or worker of the origin: one of them gets it.
+//! if let Some(lock) = locks.try_lock("sync/outbox", "tab-1", Duration::from_secs(10)).await? {
+//!     // ... flush the outbox, sending lock.token() with every write ...
+//!     lock.release().await?;
+//! }
+//! // Wait up to 5 s, in line behind the waiters of every other tab and worker.
+//! let waited = locks
+//!     .acquire("sync/outbox", "tab-1", Duration::from_secs(10))
+//!     .timeout(Duration::from_secs(5))
+//!     .await?;
+//! # drop(waited);
+//! # Ok(())
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations)]
+
+mod acquire;
+mod cancel;
+mod config;
+mod contract;
+mod lock;
+mod store;
+mod sys;
+mod tx;
+mod util;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod host;
+#[cfg(target_arch = "wasm32")]
+mod js;
+
+pub use acquire::IdbAcquire;
+pub use alkstore_mem::{LeaseInfo, LockError, Snapshot, TtlProblem, Waiting};
+pub use config::IdbConfig;
+pub use lock::IdbLock;
+pub use store::IdbLocks;
+
+pub use alkstore_mem::BoxedFuture;
+
+/// The future of a one-shot call (`try_lock`, `holder`, `snapshot`, `force_release`,
+/// `is_held`, `renew`, `release`): a named [`BoxedFuture`] (`Send` natively, not on wasm32).
+pub type IdbFuture<'a, T> = BoxedFuture<'a, Result<T, LockError>>;
+
+/// The future of [`IdbLock::keep_alive`].
+pub type IdbKeepAlive<'a> = BoxedFuture<'a, LockError>;
+/// The future of [`IdbLock::lapsed`].
+pub type IdbLapsed<'a> = BoxedFuture<'a, LockError>;
+
+/// Shared ownership: `Rc` in the browser (single-threaded), `Arc` on the host.
+#[cfg(target_arch = "wasm32")]
+pub(crate) type Shared<T> = std::rc::Rc<T>;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) type Shared<T> = std::sync::Arc<T>;
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) use util::{codec_err, unavailable};
+
+/// The README's example, compiled as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

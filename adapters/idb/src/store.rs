@@ -1,0 +1,396 @@
+//! [`IdbLocks`]: the database, the config, and the calls that run one transaction each.
+
+use core::fmt;
+use core::future::{Future, ready};
+use core::sync::atomic::{AtomicU64, Ordering};
+use core::time::Duration;
+
+use alkstore_mem::validate::{check_name, check_request};
+use alkstore_mem::{LeaseInfo, LockError, Snapshot, Waiting};
+
+use crate::acquire::IdbAcquire;
+use crate::cancel::CancelGuard;
+use crate::config::IdbConfig;
+use crate::lock::IdbLock;
+use crate::sys::{self, Reading, Scope};
+use crate::tx::ops::{self, Ctx};
+use crate::tx::row::Row;
+use crate::util::{micros, stamp};
+use crate::{BoxedFuture, IdbFuture, Shared};
+
+/// Named exclusive locks with TTL leases and fencing tokens, shared by every tab and worker
+/// of an origin through one IndexedDB database.
+///
+/// Cheap to clone: clones share one connection and one `BroadcastChannel`. Every operation
+/// checks its input locally with the core's checks, then runs one `readwrite` transaction
+/// that reads the clock, decides and writes (see the [crate docs](crate) for the model).
+/// Stores in several contexts that open the same database name share its locks.
+///
+/// # Example
+/// ```no_run
+/// use alkstore_idb::IdbLocks;
+/// use core::time::Duration;
+///
+/// # async fn run() -> Result<(), alkstore_idb::LockError> {
+/// let locks = IdbLocks::open("my-app-locks").await?;
+/// if let Some(lock) = locks.try_lock("sync/outbox", "tab-1", Duration::from_secs(10)).await? {
+///     // ... flush the outbox, sending lock.token() with every write ...
+///     lock.release().await?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct IdbLocks {
+    pub(crate) inner: Shared<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) db: sys::Db,
+    pub(crate) config: IdbConfig,
+    /// The test clock's offset as last seen (0 outside test builds).
+    offset: AtomicU64,
+    /// The latest engine time seen: local estimates never go below it.
+    floor: AtomicU64,
+}
+
+impl IdbLocks {
+    /// Opens (creating on first use) the IndexedDB database `db_name` with the default
+    /// [`IdbConfig`]. Every context of the origin that opens the same name shares its locks.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when IndexedDB is absent (some embedded or privacy modes),
+    /// forbidden (an opaque origin, storage blocked), blocked by another connection, or does
+    /// not open within the `io_timeout`; and on any target but `wasm32`, always.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_idb::IdbLocks;
+    ///
+    /// # futures_lite::future::block_on(async {
+    /// match IdbLocks::open("my-app-locks").await {
+    ///     Ok(locks) => { /* in a browser or a worker */ }
+    ///     Err(err) => eprintln!("no shared locks here: {err}"), // natively: always
+    /// }
+    /// # });
+    /// ```
+    pub async fn open(db_name: &str) -> Result<IdbLocks, LockError> {
+        Self::open_with(db_name, IdbConfig::default()).await
+    }
+
+    /// Opens the database `db_name` with `config`.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    ///
+    /// # Example
+    /// ```no_run
+    /// use alkstore_idb::{IdbConfig, IdbLocks};
+    /// use core::time::Duration;
+    ///
+    /// # async fn run() -> Result<(), alkstore_idb::LockError> {
+    /// let config = IdbConfig::new().with_io_timeout(Duration::from_millis(500));
+    /// let locks = IdbLocks::open_with("my-app-locks", config).await?;
+    /// # drop(locks); Ok(())
+    /// # }
+    /// ```
+    pub async fn open_with(db_name: &str, config: IdbConfig) -> Result<IdbLocks, LockError> {
+        let db = sys::open(db_name, config.io_timeout()).await?;
+        Ok(IdbLocks {
+            #[allow(clippy::arc_with_non_send_sync)]
+            inner: Shared::new(Inner {
+                db,
+                config,
+                offset: AtomicU64::new(0),
+                floor: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// The configuration this store runs with.
+    pub fn config(&self) -> &IdbConfig {
+        &self.inner.config
+    }
+
+    /// The name of the IndexedDB database.
+    pub fn database_name(&self) -> &str {
+        self.inner.db.name()
+    }
+
+    /// Runs `body` on the row of `name` in one transaction, created now.
+    pub(crate) fn on_row<R, B>(
+        &self,
+        name: &str,
+        body: B,
+    ) -> impl Future<Output = Result<R, LockError>> + 'static
+    where
+        R: 'static,
+        B: FnOnce(&mut Row, &mut Ctx<'_>) -> R + 'static,
+    {
+        let tx = self
+            .inner
+            .db
+            .transact(Scope::Row(name.into()), move |rows, cx| {
+                body(&mut rows[0].1, cx)
+            });
+        let store = self.clone();
+        async move {
+            let (answer, reading) = tx.await?;
+            store.saw(reading);
+            Ok(answer)
+        }
+    }
+
+    /// Records a committed transaction's clock.
+    pub(crate) fn saw(&self, reading: Reading) {
+        self.inner.offset.store(reading.offset, Ordering::Relaxed);
+        self.inner.floor.fetch_max(reading.now, Ordering::Relaxed);
+    }
+
+    /// The engine's time now, as this context estimates it: `Date.now()` plus the last seen
+    /// test offset, never below the latest time a transaction reported. Never ahead of what
+    /// the next transaction will read, so a sleep to a deadline by it never ends early.
+    pub(crate) fn now_us(&self) -> u64 {
+        let offset = self.inner.offset.load(Ordering::Relaxed);
+        sys::date_now_us()
+            .saturating_add(offset)
+            .max(self.inner.floor.load(Ordering::Relaxed))
+    }
+
+    /// Takes the lock `name` for `owner` until `ttl` from now, if it is free.
+    ///
+    /// Resolves to `Ok(Some(lock))` when granted, with a fencing token larger than any this
+    /// database granted before; `Ok(None)` when a live lease holds the name (the same
+    /// owner's included) or waiters are queued for it (the first of them is handed the
+    /// lease instead). The transaction is sent when this is called; dropping the future
+    /// before it resolved gives a lease it was granted back.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
+    /// [`LockError::InvalidTtl`] before anything is sent, exactly as the core's;
+    /// [`LockError::Unavailable`] when the transaction fails or does not finish within the
+    /// `io_timeout` (it is then aborted: no lock is held by this call).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use alkstore_idb::IdbLocks;
+    /// # use core::time::Duration;
+    /// # async fn run(locks: IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// match locks.try_lock("report", "tab-1", Duration::from_secs(30)).await? {
+    ///     Some(lock) => { /* ours, with lock.token() */ lock.release().await?; }
+    ///     None => { /* another tab or worker has it */ }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn try_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> IdbFuture<'static, Option<IdbLock>> {
+        if let Err(err) = check_request(name, owner, ttl, &self.inner.config.limits()) {
+            return BoxedFuture::new(ready(Err(err)));
+        }
+        let rid = sys::new_id();
+        let ttl_us = micros(ttl);
+        let (o, r) = (owner.to_owned(), rid.clone());
+        let tx = self.on_row(name, move |row, cx| ops::try_lock(row, cx, &o, ttl_us, &r));
+        let mut guard = CancelGuard::new(self, name, rid);
+        let (store, name, owner) = (self.clone(), name.to_owned(), owner.to_owned());
+        BoxedFuture::new(async move {
+            let answer = tx.await;
+            guard.disarm();
+            match answer? {
+                Ok(granted) => Ok(Some(IdbLock::new(
+                    store,
+                    name,
+                    owner,
+                    granted.token,
+                    granted.deadline,
+                    ttl,
+                ))),
+                Err(_) => Ok(None),
+            }
+        })
+    }
+
+    /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded with
+    /// [`IdbAcquire::timeout`].
+    ///
+    /// Waiters are served in arrival order across every tab and worker sharing the database:
+    /// a release hands the lease to the first waiter inside its transaction and wakes it over
+    /// the `BroadcastChannel`, and a `try_lock` arriving in between gets `None`. The first
+    /// waiter also wakes at the holder's deadline (for a holder that went away without a
+    /// release); the others refresh their ticket every
+    /// [`waiter_heartbeat`](IdbConfig::with_waiter_heartbeat). Dropping the future leaves the
+    /// queue and passes on a lease already handed to it.
+    ///
+    /// # Errors
+    /// Those of [`try_lock`](Self::try_lock), at the first poll.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use alkstore_idb::IdbLocks;
+    /// # use core::time::Duration;
+    /// # async fn run(locks: IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// let waited = locks
+    ///     .acquire("invoice/1001", "worker-2", Duration::from_secs(10))
+    ///     .timeout(Duration::from_secs(5))
+    ///     .await?;
+    /// if let Some(lock) = waited {
+    ///     lock.release().await?;
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn acquire(&self, name: &str, owner: &str, ttl: Duration) -> IdbAcquire {
+        let checked = check_request(name, owner, ttl, &self.inner.config.limits());
+        IdbAcquire::new(self.clone(), name, owner, ttl, checked)
+    }
+
+    /// The live lease on `name`: `Ok(None)` when the name is free, its lease lapsed, or
+    /// `name` is not a valid lock name (then without a transaction). Exactly the holder's
+    /// [`IdbLock::info`], deadline included (µs precision, ns since the Unix epoch).
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the transaction fails or times out.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use alkstore_idb::IdbLocks;
+    /// # async fn run(locks: IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// if let Some(lease) = locks.holder("invoice/1001").await? {
+    ///     println!("{} holds it with token {}", lease.owner(), lease.token());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn holder(&self, name: &str) -> IdbFuture<'static, Option<LeaseInfo>> {
+        if check_name(name, &self.inner.config.limits()).is_err() {
+            return BoxedFuture::new(ready(Ok(None)));
+        }
+        let tx = self.on_row(name, ops::holder);
+        let name = name.to_owned();
+        BoxedFuture::new(async move {
+            Ok(tx
+                .await?
+                .map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
+        })
+    }
+
+    /// The operator's view: every live lease (sorted by name) and every live waiter (by name,
+    /// then in the order they will be served), across every context sharing the database.
+    /// One transaction over all rows; it settles each (a lapsed lease goes to its first
+    /// waiter, as any operation on that name would do), so what it shows is what the next
+    /// operation would find.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the transaction fails or times out.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # async fn run(locks: alkstore_idb::IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// let snapshot = locks.snapshot().await?;
+    /// for lease in &snapshot.held {
+    ///     println!("{} held by {} (token {})", lease.name(), lease.owner(), lease.token());
+    /// }
+    /// for waiter in &snapshot.waiting {
+    ///     println!("{} waits for {}", waiter.owner, waiter.name);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn snapshot(&self) -> IdbFuture<'static, Snapshot> {
+        let tx = self.inner.db.transact(Scope::All, |rows, cx| {
+            let mut held = Vec::new();
+            let mut waiting = Vec::new();
+            for (name, row) in rows.iter_mut() {
+                ops::settle(row, cx);
+                if let Some(l) = &row.lease {
+                    held.push(LeaseInfo::new(name, &l.owner, l.token, stamp(l.deadline)));
+                }
+                for ticket in ops::waiting(row, cx) {
+                    waiting.push(Waiting::new(name, &ticket.owner));
+                }
+            }
+            (held, waiting)
+        });
+        let store = self.clone();
+        BoxedFuture::new(async move {
+            let ((mut held, mut waiting), reading) = tx.await?;
+            store.saw(reading);
+            // By name as Rust orders strings (IndexedDB orders keys by UTF-16 code units);
+            // stable, so each name's waiters keep their queue order.
+            held.sort_by(|a, b| a.name().cmp(b.name()));
+            waiting.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut snapshot = Snapshot::default();
+            snapshot.held = held;
+            snapshot.waiting = waiting;
+            Ok(snapshot)
+        })
+    }
+
+    /// Ends the live lease on `name` whoever holds it (an operator's tool), and returns the
+    /// lease it ended: `Ok(None)` when the name had no live lease or is not a valid name.
+    /// The name goes to the first waiter with a larger token; the old holder's renewals and
+    /// keep-alive end with `Expired`, its release answers `false`, and its `lapsed()`
+    /// resolves (over the `BroadcastChannel`, in whichever context it runs).
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the transaction fails or times out.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use alkstore_idb::IdbLocks;
+    /// # async fn run(locks: IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// if let Some(ended) = locks.force_release("invoice/1001").await? {
+    ///     println!("took invoice/1001 from {}", ended.owner());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn force_release(&self, name: &str) -> IdbFuture<'static, Option<LeaseInfo>> {
+        if check_name(name, &self.inner.config.limits()).is_err() {
+            return BoxedFuture::new(ready(Ok(None)));
+        }
+        let n = name.to_owned();
+        let tx = self.on_row(name, move |row, cx| ops::force_release(row, cx, &n));
+        let name = name.to_owned();
+        BoxedFuture::new(async move {
+            Ok(tx
+                .await?
+                .map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
+        })
+    }
+
+    /// Test builds only (feature `test-clock`): moves this database's clock forward by `by`
+    /// for every context that shares it, and wakes every sleeper of every context so that
+    /// each re-checks at the new time.
+    ///
+    /// # Errors
+    /// [`LockError::Unavailable`] when the transaction fails or times out.
+    #[cfg(feature = "test-clock")]
+    pub fn advance_test_clock(&self, by: Duration) -> IdbFuture<'static, ()> {
+        let by = micros(by);
+        let tx = self.inner.db.transact(Scope::Meta, move |_, cx| {
+            cx.meta.offset = cx.meta.offset.saturating_add(by);
+        });
+        let store = self.clone();
+        BoxedFuture::new(async move {
+            let ((), reading) = tx.await?;
+            store.saw(reading);
+            store.inner.db.post_all();
+            Ok(())
+        })
+    }
+}
+
+impl fmt::Debug for IdbLocks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdbLocks")
+            .field("database", &self.inner.db)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,340 @@
+//! The transaction bodies: what each operation decides, given one name's row and the
+//! database-wide rows, at one instant. Pure and synchronous: the IndexedDB layer reads the
+//! rows, calls one of these inside the `readwrite` transaction, and writes back what changed.
+//!
+//! # The rules, in one place
+//! - **Live** means `now < deadline`, and for a hand-off not yet picked up, also that its
+//!   waiter's heartbeat has not expired (a waiter that went away never holds a name).
+//! - **Settling** a row comes first in every operation that writes: a lease that is no longer
+//!   live is dropped, and the name goes at once to the first live ticket of its queue (dead
+//!   tickets, whose context stopped refreshing them or whose wait is over, are dropped on the
+//!   way). The handed-off lease is written for that waiter, unclaimed, and the waiter is
+//!   woken over the BroadcastChannel after the transaction commits.
+//! - **No barging**: a name is granted directly (try_lock, or an arriving acquire) only when,
+//!   after settling, it has no lease; then its queue is empty too.
+//! - **FIFO**: tickets join the back of the queue; hand-offs take the front. A waiter whose
+//!   ticket was dropped (it looked dead) joins the back again when it comes back.
+//! - **Tokens** are `max(last + 1, now)`: strictly increasing in the database, and still
+//!   increasing after the database was deleted (site data cleared, storage evicted) as long as
+//!   the clock did not step back by more than the time since.
+//! - **Release** compares the token, never touches a newer lease, and answers whether the
+//!   lease was live; **renew** resets a live lease to `now + ttl`.
+//! - **The clock floor** moves up to `now` in every transaction, and is written back when
+//!   the token changes or when the transaction found something lapsed (a lease, a hand-off,
+//!   a ticket or a wait whose time ran out): those are the decisions a clock that stepped
+//!   back could contradict later. Finding a lease live needs no write (it was live at every
+//!   earlier time too), and neither does deleting one. This saves a request in the common
+//!   release.
+
+use super::row::{Lease, MAX_EXACT, Meta, Row, Ticket};
+
+/// A message to post after the transaction commits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// Waiter `id` should re-check: it was handed the lease, or became the head of its queue.
+    Waiter(String),
+    /// The live lease on this name was ended by somebody other than its holder.
+    Ended(String),
+}
+
+/// One transaction's view of time, its database-wide rows and what it will announce.
+#[derive(Debug)]
+pub(crate) struct Ctx<'m> {
+    /// The engine's time: `Date.now()` (+ the test offset), never behind the floor.
+    pub(crate) now: u64,
+    /// Wall time without the test offset (heartbeats are on it).
+    pub(crate) raw: u64,
+    /// The token counter, clock floor and test offset; written back when changed.
+    pub(crate) meta: &'m mut Meta,
+    /// What to post after the commit.
+    pub(crate) notices: Vec<Notice>,
+    /// Whether a decision found a time run out (then the floor is written back).
+    pub(crate) lapse_seen: bool,
+}
+
+impl<'m> Ctx<'m> {
+    /// Reads the clock: `date_now_us` (+ the offset when `test_clock`), raised to the floor,
+    /// which then moves up to it.
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub(crate) fn new(meta: &'m mut Meta, date_now_us: u64, test_clock: bool) -> Self {
+        let offset = if test_clock { meta.offset } else { 0 };
+        let now = date_now_us
+            .saturating_add(offset)
+            .max(meta.floor)
+            .min(MAX_EXACT);
+        meta.floor = now;
+        Ctx {
+            now,
+            raw: now.saturating_sub(offset),
+            meta,
+            notices: Vec::new(),
+            lapse_seen: false,
+        }
+    }
+
+    /// Whether `lease` is live now; notes a lapse.
+    fn live(&mut self, lease: &Lease) -> bool {
+        let live = lease.live(self.now, self.raw);
+        self.lapse_seen |= !live;
+        live
+    }
+
+    /// Whether `ticket` may still be served now; notes a lapse.
+    fn alive(&mut self, ticket: &Ticket) -> bool {
+        let alive = ticket.alive(self.now, self.raw);
+        self.lapse_seen |= !alive;
+        alive
+    }
+
+    fn next_token(&mut self) -> u64 {
+        let token = self
+            .meta
+            .token
+            .saturating_add(1)
+            .max(self.now)
+            .min(MAX_EXACT);
+        self.meta.token = token;
+        token
+    }
+
+    /// `now + us`, capped to what a row can hold.
+    pub(crate) fn after(&self, us: u64) -> u64 {
+        self.now.saturating_add(us).min(MAX_EXACT)
+    }
+}
+
+/// A granted lease, as a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Granted {
+    pub(crate) token: u64,
+    pub(crate) deadline: u64,
+}
+
+/// Writes a new lease on `row` and returns it.
+fn grant(
+    row: &mut Row,
+    cx: &mut Ctx<'_>,
+    owner: &str,
+    ttl: u64,
+    grantee: &str,
+    pickup_by: Option<u64>,
+) -> Granted {
+    let token = cx.next_token();
+    let deadline = cx.after(ttl);
+    row.lease = Some(Lease {
+        owner: owner.into(),
+        token,
+        deadline,
+        ttl,
+        grantee: grantee.into(),
+        claimed: pickup_by.is_none(),
+        pickup_by: pickup_by.unwrap_or(0),
+    });
+    Granted { token, deadline }
+}
+
+/// Hands a free name to the first live ticket (dropping dead ones on the way) and wakes it.
+fn hand_off(row: &mut Row, cx: &mut Ctx<'_>) {
+    debug_assert!(row.lease.is_none());
+    while !row.queue.is_empty() {
+        let ticket = row.queue.remove(0);
+        if cx.alive(&ticket) {
+            grant(
+                row,
+                cx,
+                &ticket.owner,
+                ticket.ttl,
+                &ticket.id,
+                Some(ticket.heartbeat_until),
+            );
+            cx.notices.push(Notice::Waiter(ticket.id));
+            return;
+        }
+    }
+}
+
+/// Brings the row up to date (see the module docs); `true` when a live lease holds it after.
+pub(crate) fn settle(row: &mut Row, cx: &mut Ctx<'_>) -> bool {
+    if let Some(lease) = &row.lease {
+        if cx.live(lease) {
+            return true;
+        }
+        row.lease = None;
+    }
+    hand_off(row, cx);
+    row.lease.is_some()
+}
+
+/// Wakes the head of the queue, if any (it should re-read the holder's deadline).
+fn poke_head(row: &Row, cx: &mut Ctx<'_>) {
+    if let Some(head) = row.queue.first() {
+        cx.notices.push(Notice::Waiter(head.id.clone()));
+    }
+}
+
+/// `try_lock`: grants `owner` the name for `ttl` µs if, after settling, nobody holds it.
+/// `Err(deadline)` (the holder's) when it is busy.
+pub(crate) fn try_lock(
+    row: &mut Row,
+    cx: &mut Ctx<'_>,
+    owner: &str,
+    ttl: u64,
+    rid: &str,
+) -> Result<Granted, u64> {
+    if settle(row, cx) {
+        return Err(row.lease.as_ref().map_or(0, |l| l.deadline));
+    }
+    Ok(grant(row, cx, owner, ttl, rid, None))
+}
+
+/// One step of a waiting `acquire`.
+#[derive(Clone, Debug)]
+pub(crate) struct Step<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) owner: &'a str,
+    pub(crate) ttl: u64,
+    /// The end of the wait on the engine's clock (0: none), fixed by the caller at its first
+    /// poll, so that the wait counts from there even when the first step waits in a queue of
+    /// transactions.
+    pub(crate) wait_until: u64,
+    /// How long the ticket stays alive without another step (µs of raw time).
+    pub(crate) heartbeat: u64,
+}
+
+/// What a step answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stepped {
+    /// Granted (directly, or a hand-off picked up now).
+    Granted(Granted),
+    /// The wait is over without a grant (for a zero wait: the name was busy).
+    Over,
+    /// Still queued; `head_deadline` is the holder's deadline when this waiter is first in
+    /// line.
+    Queued { head_deadline: Option<u64> },
+}
+
+/// One step of `acquire`: picks up a lease handed to this waiter, or takes a free name, or
+/// joins (or stays in) the queue and refreshes its heartbeat, or leaves once its wait is over.
+pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
+    let wait_until = s.wait_until;
+    let over = wait_until != 0 && cx.now >= wait_until;
+    cx.lapse_seen |= over;
+    settle(row, cx);
+    if let Some(lease) = &mut row.lease {
+        if lease.grantee == s.id {
+            // Handed to this waiter (still live: settle kept it): picked up from now on.
+            lease.claimed = true;
+            let granted = Granted {
+                token: lease.token,
+                deadline: lease.deadline,
+            };
+            poke_head(row, cx);
+            return Stepped::Granted(granted);
+        }
+    }
+    if let Some(pos) = row.ticket(s.id) {
+        if over {
+            row.queue.remove(pos);
+            if pos == 0 {
+                poke_head(row, cx);
+            }
+            return Stepped::Over;
+        }
+        row.queue[pos].heartbeat_until = cx.raw.saturating_add(s.heartbeat);
+        let head_deadline = (pos == 0).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
+        return Stepped::Queued { head_deadline };
+    }
+    // A new arrival, or a waiter whose ticket was dropped while it looked dead: the back.
+    if row.lease.is_none() {
+        return Stepped::Granted(grant(row, cx, s.owner, s.ttl, s.id, None));
+    }
+    if over {
+        return Stepped::Over;
+    }
+    row.queue.push(Ticket {
+        id: s.id.into(),
+        owner: s.owner.into(),
+        ttl: s.ttl,
+        wait_until,
+        heartbeat_until: cx.raw.saturating_add(s.heartbeat),
+    });
+    let head_deadline =
+        (row.queue.len() == 1).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
+    Stepped::Queued { head_deadline }
+}
+
+/// A waiting `acquire` (or a `try_lock`) that will never pick up its answer: its ticket
+/// leaves the queue, and a lease granted to it (handed over, or granted in a reply nobody
+/// read) ends and goes on to the next waiter.
+pub(crate) fn cancel(row: &mut Row, cx: &mut Ctx<'_>, id: &str) {
+    if let Some(pos) = row.ticket(id) {
+        row.queue.remove(pos);
+        if pos == 0 && row.lease.is_some() {
+            poke_head(row, cx);
+        }
+    }
+    if row.lease.as_ref().is_some_and(|l| l.grantee == id) {
+        row.lease = None;
+    }
+    settle(row, cx);
+}
+
+/// `release`: `true` when the lease with `token` was live and is now free (or handed on).
+pub(crate) fn release(row: &mut Row, cx: &mut Ctx<'_>, token: u64) -> bool {
+    match &row.lease {
+        Some(lease) if lease.token == token => {
+            let live = cx.live(lease);
+            row.lease = None;
+            hand_off(row, cx);
+            live
+        }
+        _ => {
+            settle(row, cx);
+            false
+        }
+    }
+}
+
+/// `renew`: the new deadline, or `Err(())` when the lease with `token` is not live.
+pub(crate) fn renew(row: &mut Row, cx: &mut Ctx<'_>, token: u64, ttl: u64) -> Result<u64, ()> {
+    let deadline = cx.after(ttl);
+    if let Some(lease) = &mut row.lease {
+        if lease.token == token && lease.live(cx.now, cx.raw) {
+            lease.deadline = deadline;
+            lease.ttl = ttl;
+            return Ok(deadline);
+        }
+    }
+    settle(row, cx);
+    Err(())
+}
+
+/// `is_held`: the deadline of the lease with `token` if it is live. Changes nothing.
+pub(crate) fn is_held(row: &Row, cx: &mut Ctx<'_>, token: u64) -> Option<u64> {
+    let lease = row.lease.as_ref().filter(|l| l.token == token)?;
+    cx.live(lease).then_some(lease.deadline)
+}
+
+/// `holder`: the live lease after settling.
+pub(crate) fn holder(row: &mut Row, cx: &mut Ctx<'_>) -> Option<Lease> {
+    settle(row, cx);
+    row.lease.clone()
+}
+
+/// `force_release`: ends the live lease whoever holds it, hands the name on, and returns the
+/// lease it ended.
+pub(crate) fn force_release(row: &mut Row, cx: &mut Ctx<'_>, name: &str) -> Option<Lease> {
+    if !settle(row, cx) {
+        return None;
+    }
+    let ended = row.lease.take();
+    cx.notices.push(Notice::Ended(name.into()));
+    hand_off(row, cx);
+    ended
+}
+
+/// The live waiters of a settled row, in the order they will be served.
+pub(crate) fn waiting<'r>(row: &'r Row, cx: &Ctx<'_>) -> impl Iterator<Item = &'r Ticket> {
+    let (now, raw) = (cx.now, cx.raw);
+    row.queue.iter().filter(move |t| t.alive(now, raw))
+}

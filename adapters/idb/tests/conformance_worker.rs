@@ -1,0 +1,12 @@
+//! The shared conformance suite against `IdbLocks` in a dedicated worker (headless
+//! Chromium): IndexedDB and BroadcastChannel from the worker's global scope.
+#![cfg(target_arch = "wasm32")]
+
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_dedicated_worker);
+
+mod common;
+
+alkstore_mem_conformance::conformance_suite!(
+    engine = common::Idb,
+    run = futures_lite::future::block_on
+);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the alkstore-idb harness bundle (wasm-bindgen --target web) and runs one of the
+# harness's Node drivers on it: test (cross-context tests), bench, demo.
+# Usage: scripts/idb-harness.sh test|bench|demo [args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:?usage: scripts/idb-harness.sh test|bench|demo}"
+shift
+die() { echo "idb-harness: error: $*" >&2; exit 1; }
+command -v node >/dev/null || die "node not found: install Node.js 18+ (Debian: apt-get install nodejs npm)"
+command -v wasm-bindgen >/dev/null || die "wasm-bindgen not found: run 'make setup'"
+[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || die "Chromium not found at ${CHROMIUM:-/usr/bin/chromium}: run 'make setup' (as root)"
+[ -d adapters/idb/harness/node_modules/playwright-core ] || die "playwright-core missing: run 'make setup' (npm ci in adapters/idb/harness)"
+profile=release
+cargo build -q -p alkstore-idb-harness --target wasm32-unknown-unknown --profile "$profile"
+out=target/idb-www/pkg
+wasm-bindgen --target web --no-typescript --out-dir "$out" \
+  "target/wasm32-unknown-unknown/$profile/alkstore_idb_harness.wasm"
+exec node "adapters/idb/harness/$what.mjs" "$out" "$@"
