@@ -62,6 +62,7 @@ mod acquire;
 mod boxed;
 mod config;
 pub mod contract;
+mod deferred;
 mod error;
 mod fence;
 mod lapsed;
