@@ -106,7 +106,7 @@ doc:
 ## The fault tests start servers of their own on the fixed ports REDIS_FAULT_PORTS, which
 ## REDIS_PORT must avoid (refused). No other Redis is touched.
 REDIS_PORT ?= 6390
-REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6398 6399
+REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422
 REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
 .PHONY: redis-setup redis-port test-redis bench-redis demo-redis
 

@@ -3,7 +3,6 @@
 
 use std::ffi::OsString;
 
-use alkstore_mem::Config;
 use alkstore_mem::validate::check_name;
 
 use crate::engines::SCHEMES;
@@ -149,8 +148,9 @@ fn command(words: Vec<String>) -> Result<Command, String> {
             let name = words
                 .next()
                 .ok_or_else(|| format!("{verb} needs a lock NAME"))?;
-            // The engines open with the core's default limits: a name they refuse has no lease.
-            check_name(&name, &Config::new()).map_err(|e| e.to_string())?;
+            // Any name an application may have locked (it may have raised the core's default
+            // 256-byte limit): only what no engine ever accepts is refused here.
+            check_name(&name, &crate::engines::limits()).map_err(|e| e.to_string())?;
             if verb == "holder" {
                 Command::Holder(name)
             } else {
@@ -280,11 +280,18 @@ mod tests {
             assert!(err.contains(expected), "{args:?}: {err}");
             assert!(!err.contains('\n'), "{args:?}: {err}");
         }
-        let long = "n".repeat(257);
+        // A name over the core's default limit is still one an application may hold.
+        let long = "n".repeat(300);
+        assert!(matches!(
+            run(&["holder", &long]),
+            Ok(Parsed::Run(Invocation { command: Command::Holder(name), .. })) if name == long
+        ));
+        assert!(run(&["holder", "alk:x"]).unwrap_err().contains("reserved"));
+        let huge = "n".repeat(64 * 1024 + 1);
         assert!(
-            run(&["holder", &long])
+            run(&["holder", &huge])
                 .unwrap_err()
-                .contains("over the limit of 256")
+                .contains("over the limit of 65536")
         );
     }
 

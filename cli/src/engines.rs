@@ -39,6 +39,19 @@ pub(crate) async fn run(invocation: &Invocation) -> Result<Answer, Failure> {
     }
 }
 
+/// The longest name and owner the tool handles: 64 KiB, far above the core's 256-byte default,
+/// which an application may have raised (the tool must reach every name `list` shows).
+pub(crate) const MAX_LEN: usize = 64 * 1024;
+
+/// The limits the tool opens every engine with: [`MAX_LEN`] for names and owners; the other
+/// checks (empty, control characters, the reserved prefix) are the core's, which no engine
+/// ever let through.
+pub(crate) fn limits() -> alkstore_mem::Config {
+    alkstore_mem::Config::new()
+        .with_max_name_len(MAX_LEN)
+        .with_max_owner_len(MAX_LEN)
+}
+
 /// The scheme of `url`, lowercased (schemes are case-insensitive); `None` without `://`.
 fn scheme(url: &str) -> Option<String> {
     let (scheme, _) = url.split_once("://")?;

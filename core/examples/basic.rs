@@ -3,7 +3,7 @@
 //!
 //! `cargo run -p alkstore-mem --example basic`
 
-use alkstore_mem::{LockError, LockRegistry, ManualClock};
+use alkstore_mem::{Fence, LockError, LockRegistry, ManualClock};
 use core::time::Duration;
 use futures_lite::future;
 
@@ -32,26 +32,16 @@ fn main() -> Result<(), LockError> {
     assert!(!a.is_held());
     println!("after 10 s, worker-a's lease has lapsed");
 
-    // worker-b takes over with a larger fencing token: whatever the lock protects keeps the
-    // largest token it has seen and refuses writes that carry a smaller one.
+    // worker-b takes over with a larger fencing token: whatever the lock protects keeps a
+    // `Fence`, the largest token it has seen, and refuses writes that carry a smaller one.
     let b = registry
         .try_lock("invoice/7", "worker-b", secs(10))?
         .expect("free again");
     assert!(b.token() > a.token());
-    let mut newest_token_seen = b.token();
-    let write = |token: u64, newest: &mut u64| {
-        if token < *newest {
-            false
-        } else {
-            *newest = token;
-            true
-        }
-    };
-    assert!(
-        !write(a.token(), &mut newest_token_seen),
-        "the stale holder is fenced off"
-    );
-    assert!(write(b.token(), &mut newest_token_seen));
+    let invoice = Fence::new();
+    assert!(invoice.check(b.token()).is_ok(), "worker-b writes");
+    let stale = invoice.check(a.token()).unwrap_err();
+    assert_eq!((stale.token, stale.highest), (a.token(), b.token()));
     println!(
         "worker-b holds it with token {}; worker-a's late write (token {}) is refused",
         b.token(),

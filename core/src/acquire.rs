@@ -146,10 +146,12 @@ impl<C: Timer> Future for Acquire<C> {
                         Phase::Queued { .. } => trace::How::HandedOff,
                         _ => trace::How::Directly,
                     };
-                    trace::granted(&lease, how);
                     this.phase = Phase::Done;
                     this.sleep = None;
                     let lock = this.granted(lease, this.ttl);
+                    // After the handle exists: a subscriber that panics unwinds through
+                    // its drop, which passes the lease on.
+                    lock.traced_grant(how);
                     later.run();
                     return Poll::Ready(Ok(Some(lock)));
                 }

@@ -301,3 +301,32 @@ pub fn keep_alive_interval(every: Duration, ttl: Duration) -> Duration {
     };
     every.max(Duration::from_nanos(1))
 }
+
+/// When [`keep_alive`](LockHandle::keep_alive) renews a lease whose deadline is `deadline`
+/// and whose ttl is `ttl`, renewing every `every`: once only `ttl - interval` is left
+/// ([`keep_alive_interval`]), that is `interval` after the last grant or renewal. It counts
+/// from the deadline, not from when `keep_alive` started, so a keep-alive started late on a
+/// lease with little left renews at once instead of after a whole interval; it is always
+/// before the deadline (by at least half the ttl). A deadline of [`Timestamp::MAX`] never
+/// comes, and is never due for renewal.
+///
+/// # Example
+/// ```
+/// use alkstore_mem::Timestamp;
+/// use alkstore_mem::contract::next_renewal;
+/// use core::time::Duration;
+///
+/// let secs = Duration::from_secs;
+/// // Granted at 0 s for 10 s, renewed every 5 s: due at 5 s.
+/// let deadline = Timestamp::from_millis(10_000);
+/// assert_eq!(next_renewal(deadline, secs(10), secs(5)), Timestamp::from_millis(5_000));
+/// // Started at 6 s, with 4 s left: due already (5 s), so it renews at once.
+/// assert!(next_renewal(deadline, secs(10), secs(5)) <= Timestamp::from_millis(6_000));
+/// ```
+pub fn next_renewal(deadline: Timestamp, ttl: Duration, every: Duration) -> Timestamp {
+    if deadline == Timestamp::MAX {
+        return Timestamp::MAX;
+    }
+    let interval = keep_alive_interval(every, ttl);
+    deadline.saturating_sub(ttl.saturating_sub(interval))
+}

@@ -13,7 +13,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use crate::contract::keep_alive_interval;
+use crate::contract::next_renewal;
 use crate::error::LockError;
 use crate::registry::Lock;
 use crate::time::Timestamp;
@@ -146,8 +146,7 @@ impl<C: Timer> Future for KeepAlive<'_, C> {
         let this = self.get_mut();
         loop {
             let next = *this.next.get_or_insert_with(|| {
-                let every = keep_alive_interval(this.every, this.lock.ttl());
-                this.lock.clock().now().saturating_add(every)
+                next_renewal(this.lock.deadline(), this.lock.ttl(), this.every)
             });
             let live = this.lock.watch(&mut this.watcher, cx.waker().clone());
             if live.is_ok()

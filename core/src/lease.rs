@@ -236,8 +236,11 @@ impl fmt::Debug for LeaseInfo {
 
 impl PartialEq for LeaseInfo {
     fn eq(&self, other: &Self) -> bool {
+        // The name's length too: `"a\0b"` held by `"c"` is not `"a"` held by `"b\0c"`, though
+        // both join to the same text.
         self.token == other.token
             && self.deadline == other.deadline
+            && self.name_len == other.name_len
             && self.text.as_bytes() == other.text.as_bytes()
     }
 }

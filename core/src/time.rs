@@ -69,6 +69,16 @@ impl Timestamp {
         }
     }
 
+    /// `self - duration`, or [`Timestamp::ZERO`] if that would be before it.
+    pub const fn saturating_sub(self, duration: Duration) -> Self {
+        let nanos = duration.as_nanos();
+        if nanos > u64::MAX as u128 {
+            Timestamp::ZERO
+        } else {
+            Timestamp(self.0.saturating_sub(nanos as u64))
+        }
+    }
+
     /// `self + duration`, or `None` if that does not fit.
     pub const fn checked_add(self, duration: Duration) -> Option<Self> {
         let nanos = duration.as_nanos();

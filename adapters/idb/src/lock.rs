@@ -248,21 +248,21 @@ impl IdbLock {
     pub fn keep_alive(&self, every: Duration) -> IdbKeepAlive<'_> {
         BoxedFuture::new(async move {
             let io = self.store.config().io_timeout();
-            if self.ttl() < io.saturating_mul(2) {
-                return crate::util::too_short_to_keep_alive(self.ttl(), io);
-            }
             let watch = self
                 .store
                 .inner
                 .db
                 .register(&crate::sys::new_id(), &self.name);
-            let mut last = self.store.now_us();
             loop {
-                let interval = micros(alkstore_mem::contract::keep_alive_interval(
-                    every,
-                    self.ttl(),
-                ));
-                let due = last.saturating_add(interval);
+                // The ttl may have changed since the last turn (a renew to another ttl).
+                let ttl = self.ttl();
+                if ttl < io.saturating_mul(2) {
+                    return crate::util::too_short_to_keep_alive(ttl, io);
+                }
+                // Counted from the deadline: a keep-alive started late renews at once.
+                let due = alkstore_mem::contract::next_renewal(self.deadline(), ttl, every)
+                    .as_nanos()
+                    / 1_000;
                 let now = self.store.now_us();
                 let deadline = self.deadline_us();
                 if now >= deadline {
@@ -283,7 +283,7 @@ impl IdbLock {
                 // Due: renew, but never wait past the deadline for the answer.
                 let left = deadline - now;
                 match race(self.renew_now(self.ttl()), sleep_us(left)).await {
-                    Either::Left(Ok(())) => last = self.store.now_us(),
+                    Either::Left(Ok(())) => {}
                     Either::Left(Err(err)) => return err,
                     Either::Right(()) => return self.expired(self.store.now_us()),
                 }

@@ -9,7 +9,7 @@ use alkstore_mem::{LeaseInfo, LockError, Timestamp};
 use tokio_postgres::GenericClient;
 
 use alkstore_mem::BoxedFuture;
-use alkstore_mem::contract::keep_alive_interval;
+use alkstore_mem::contract::next_renewal;
 
 use crate::compat::{expired, too_short_to_keep_alive, zero_ttl};
 use crate::pool::Op;
@@ -268,19 +268,19 @@ impl PgLock {
 
     async fn keep_alive_inner(&self, every: Duration) -> LockError {
         let io = self.store.inner.config.io_timeout();
-        let ttl = self.ttl();
-        if ttl < io.saturating_mul(2) {
-            return too_short_to_keep_alive(ttl, io);
-        }
-        let mut last = self.anchor().server;
         // Wake-ups (a moved test clock) make it read the server's clock early. The anchor was
         // read before this registration, so the first turn reads the clock again instead of
         // sleeping a whole interval on the old reading.
         let wake = self.store.inner.wake.register(crate::acquire::new_id());
         wake.poke();
         loop {
-            let interval = keep_alive_interval(every, self.ttl());
-            let due = last.saturating_add(interval);
+            // The ttl may have changed since the last turn (a renew to another ttl).
+            let ttl = self.ttl();
+            if ttl < io.saturating_mul(2) {
+                return too_short_to_keep_alive(ttl, io);
+            }
+            // Counted from the deadline: a keep-alive started late renews at once.
+            let due = next_renewal(self.deadline(), ttl, every);
             let anchor = self.anchor();
             let left = anchor.until(self.deadline());
             if left.is_zero() {
@@ -317,7 +317,6 @@ impl PgLock {
             if let Err(err) = self.renew_within(self.ttl(), Some(left)).await {
                 return err;
             }
-            last = self.anchor().server;
         }
     }
 

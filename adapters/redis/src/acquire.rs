@@ -283,14 +283,7 @@ async fn wait_for(
                 guard.armed = false;
                 // Handed off when it had to wait (a first step that is granted took it free).
                 let handed_off = !wd.is_empty();
-                crate::trace::granted(
-                    &name,
-                    &owner,
-                    token,
-                    from_us(deadline).as_nanos(),
-                    handed_off,
-                );
-                return Ok(Some(RedisLock::new(
+                let lock = RedisLock::new(
                     store.clone(),
                     &name,
                     &owner,
@@ -298,7 +291,17 @@ async fn wait_for(
                     from_us(deadline),
                     ttl,
                     now,
-                )));
+                );
+                // After the handle exists: a subscriber that panics unwinds through its
+                // drop, which releases the lease.
+                crate::trace::granted(
+                    &name,
+                    &owner,
+                    token,
+                    from_us(deadline).as_nanos(),
+                    handed_off,
+                );
+                return Ok(Some(lock));
             }
             Some("2") => {
                 guard.armed = false;

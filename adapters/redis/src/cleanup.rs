@@ -10,7 +10,11 @@
 //!   dropped unfinished, and its `Drop` runs the call on a helper thread with a
 //!   current-thread runtime and a connection of its own, within the `io_timeout`, and waits
 //!   for that thread. So a handle dropped as a program's runtime shuts down is cleaned up
-//!   before the program goes on to exit (the shutdown waits up to the `io_timeout` for each).
+//!   before the program goes on to exit.
+//! - The waits of one shutdown share one bound: once a helper's call got no answer within
+//!   the `io_timeout` (Redis frozen or gone), the helpers of the next `io_timeout` are not
+//!   waited for (they still run, detached). A shutdown that drops a thousand handles while
+//!   Redis is frozen waits about one `io_timeout`, not a thousand.
 //! - Best effort: if Redis cannot be reached, a lease lapses at its deadline and a queue
 //!   entry is skipped once its heartbeat expires.
 //!
@@ -18,7 +22,8 @@
 //! run answer as the first; a withdrawal of an entry already gone changes nothing), so the
 //! helper may run a call that the dropped task had already sent.
 
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use redis::Script;
 
@@ -102,10 +107,28 @@ impl Drop for Cleanup {
             .spawn(move || run_alone(&client, script, &prefix, &name, &args, io));
         // Not from inside a task being polled: this runs while a runtime drops its tasks (or
         // on a thread with no runtime), where waiting, bounded by the io_timeout, is allowed.
+        // While Redis is known not to answer, the helper runs on without being waited for.
         if let Ok(helper) = helper {
-            let _ = helper.join();
+            if !stalled() && matches!(helper.join(), Ok(false)) {
+                stall_for(io);
+            }
         }
     }
+}
+
+/// Until when clean-ups are not waited for: a helper's call went unanswered for a whole
+/// `io_timeout` until then. Process-wide, since one shutdown drops the handles of every store.
+static STALLED_UNTIL: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Whether a recent clean-up found Redis not answering.
+fn stalled() -> bool {
+    let until = STALLED_UNTIL.lock().unwrap_or_else(PoisonError::into_inner);
+    until.is_some_and(|until| Instant::now() < until)
+}
+
+/// Marks Redis as not answering for the next `io`.
+fn stall_for(io: Duration) {
+    *STALLED_UNTIL.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now() + io);
 }
 
 /// Runs `script` once on a connection of its own, on a current-thread runtime of its own,
@@ -117,12 +140,12 @@ fn run_alone(
     name: &str,
     args: &[String],
     io: Duration,
-) {
+) -> bool {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     else {
-        return;
+        return false;
     };
     runtime.block_on(async move {
         let call = async {
@@ -134,6 +157,6 @@ fn run_alone(
             }
             invocation.invoke_async::<redis::Value>(&mut conn).await
         };
-        let _ = tokio::time::timeout(io, call).await;
-    });
+        matches!(tokio::time::timeout(io, call).await, Ok(Ok(_)))
+    })
 }

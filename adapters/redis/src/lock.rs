@@ -4,7 +4,7 @@ use core::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use alkstore_mem::contract::keep_alive_interval;
+use alkstore_mem::contract::next_renewal;
 use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Timestamp, TtlProblem};
 
 use crate::cleanup::Cleanup;
@@ -44,7 +44,21 @@ pub struct RedisLock {
 struct Live {
     deadline: Timestamp,
     ttl: Duration,
+    /// The server's time of the grant or renewal that set `deadline` and `ttl`: renewals
+    /// racing on one handle (it is `Sync`) are applied in the server's order, never an older
+    /// one over a newer.
+    renewed_at: Timestamp,
     anchor: Anchor,
+}
+
+impl Live {
+    /// Takes a newer reading of the server's clock; an older one (a reply that overtook it)
+    /// changes nothing.
+    fn observe(&mut self, anchor: Anchor) {
+        if anchor.server >= self.anchor.server {
+            self.anchor = anchor;
+        }
+    }
 }
 
 impl RedisLock {
@@ -65,6 +79,7 @@ impl RedisLock {
             live: Mutex::new(Live {
                 deadline,
                 ttl,
+                renewed_at: anchor.server,
                 anchor,
             }),
             release_on_drop: true,
@@ -133,7 +148,7 @@ impl RedisLock {
             .run(&SCRIPTS.is_held, &self.name, &[&self.token])
             .await?;
         let anchor = Anchor::new(field(&reply, 2)?, sent);
-        self.live().anchor = anchor;
+        self.live().observe(anchor);
         if reply.first().map(String::as_str) == Some("1") {
             Ok(Ok(from_us(field(&reply, 1)?)))
         } else {
@@ -178,15 +193,17 @@ impl RedisLock {
         };
         let anchor = Anchor::new(field(&reply, 2)?, sent);
         if reply.first().map(String::as_str) != Some("1") {
-            self.live().anchor = anchor;
+            self.live().observe(anchor);
             return Err(self.expired_at(anchor.server));
         }
         let deadline = from_us(field(&reply, 1)?);
-        *self.live() = Live {
-            deadline,
-            ttl,
-            anchor,
-        };
+        let mut live = self.live();
+        live.observe(anchor);
+        if anchor.server >= live.renewed_at {
+            live.deadline = deadline;
+            live.ttl = ttl;
+            live.renewed_at = anchor.server;
+        }
         Ok(())
     }
 
@@ -265,12 +282,12 @@ impl RedisLock {
         // interval on the old reading. (Without a subscription it renews on its own timer.)
         let wake = self.sleeper();
         wake.poke();
-        let mut due = None;
         loop {
             let Live {
                 deadline,
                 ttl,
                 anchor,
+                ..
             } = *self.live();
             if ttl < io_timeout.saturating_mul(2) {
                 return LockError::InvalidTtl {
@@ -278,8 +295,8 @@ impl RedisLock {
                     problem: TtlProblem::TooShortToKeepAlive { io_timeout },
                 };
             }
-            let every = keep_alive_interval(every, ttl).max(Duration::from_micros(1));
-            let next = *due.get_or_insert_with(|| anchor.estimate().saturating_add(every));
+            // Counted from the deadline: a keep-alive started late renews at once.
+            let next = next_renewal(deadline, ttl, every);
             let left = anchor.until(deadline);
             if left.is_zero() {
                 return self.expired();
@@ -306,7 +323,6 @@ impl RedisLock {
             if let Err(err) = self.renew_within(self.ttl(), Some(left)).await {
                 return err;
             }
-            due = None;
         }
     }
 

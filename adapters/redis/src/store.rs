@@ -286,9 +286,7 @@ impl RedisLocks {
             return Ok(None);
         }
         let (token, deadline, now) = (field(&reply, 1)?, field(&reply, 2)?, field(&reply, 3)?);
-        let deadline_ns = from_us(deadline).as_nanos();
-        crate::trace::granted(name, owner, token, deadline_ns, false);
-        Ok(Some(RedisLock::new(
+        let lock = RedisLock::new(
             self.clone(),
             name,
             owner,
@@ -296,7 +294,11 @@ impl RedisLocks {
             from_us(deadline),
             ttl,
             Anchor::new(now, sent),
-        )))
+        );
+        // After the handle exists: a subscriber that panics unwinds through its drop, which
+        // releases the lease.
+        crate::trace::granted(name, owner, token, from_us(deadline).as_nanos(), false);
+        Ok(Some(lock))
     }
 
     /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded with

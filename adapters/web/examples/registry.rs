@@ -11,7 +11,7 @@
 use core::time::Duration;
 
 use alkstore_mem_web::{
-    Clock, LockError, PerformanceClock, Timer, WebAcquire, WebLock, WebLockRegistry,
+    Clock, Fence, LockError, PerformanceClock, Timer, WebAcquire, WebLock, WebLockRegistry,
 };
 use futures_lite::future;
 
@@ -53,6 +53,12 @@ async fn run() -> Result<(), LockError> {
     let next = waiting.await?.expect("free after the release");
     assert!(next.token() > token, "a larger fencing token");
     log(&format!("tab-2 holds it, token {}", next.token()));
+
+    // The outbox the lock protects keeps a `Fence`: tab-2's write goes through, and a late
+    // write with tab-1's older token is refused.
+    let outbox = Fence::new();
+    assert!(outbox.check(next.token()).is_ok());
+    assert!(outbox.check(token).is_err(), "tab-1's token is stale now");
     Ok(())
 }
 

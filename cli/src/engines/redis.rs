@@ -19,7 +19,10 @@ pub(super) async fn open(
     url: &str,
     namespace: Option<&str>,
 ) -> Result<(RedisLocks, RedisClock), Failure> {
-    let mut config = RedisConfig::new();
+    let limits = super::limits();
+    let mut config = RedisConfig::new()
+        .with_max_name_len(limits.max_name_len())
+        .with_max_owner_len(limits.max_owner_len());
     if let Some(namespace) = namespace {
         if namespace.contains(['{', '}']) {
             return Err(Failure::Usage(format!(

@@ -158,16 +158,16 @@ impl<C: Clock> Lock<C> {
     /// [`renew`](Self::renew) through a shared reference: what `keep_alive` renews with.
     #[inline]
     pub(crate) fn renew_shared(&self, ttl: Duration) -> Result<(), LockError> {
-        let (lease, known) = (&self.lease, self.deadline());
-        let renewed = self
-            .shard
-            .with_state(|state, now, later| state.renew(lease, known, ttl, now, later));
+        let renewed = self.shard.with_state(|state, now, later| {
+            let deadline = state.renew(&self.lease, self.deadline(), ttl, now, later)?;
+            // Stored under the shard's lock, so that renewals racing on one handle (it is
+            // `Sync`) leave it in the table's order: never an older deadline over a newer.
+            self.deadline.store(deadline.as_nanos(), Ordering::Release);
+            self.ttl.store(ttl_nanos(ttl), Ordering::Release);
+            Ok(())
+        });
         match renewed {
-            Ok(deadline) => {
-                self.deadline.store(deadline.as_nanos(), Ordering::Release);
-                self.ttl.store(ttl_nanos(ttl), Ordering::Release);
-                Ok(())
-            }
+            Ok(()) => Ok(()),
             Err(LockError::Expired {
                 name,
                 token,
@@ -201,6 +201,13 @@ impl<C: Clock> Lock<C> {
             deadline: self.deadline(),
             now,
         }
+    }
+
+    /// Reports (with the `tracing` feature) this grant, made `how`. Called once the handle
+    /// exists, so that a subscriber that panics unwinds through its drop, which passes the
+    /// lease on instead of stranding it.
+    pub(crate) fn traced_grant(&self, how: trace::How) {
+        trace::granted(&self.lease, how);
     }
 
     /// Reports (with the `tracing` feature) that a watcher found this lease gone.

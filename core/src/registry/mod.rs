@@ -77,10 +77,11 @@ impl<C: Clock> Inner<C> {
         shard.with_state(|state, now, later| {
             state.try_lock(hash, name, owner, ttl, now, later, &mut granted)
         })?;
-        if let Some(lease) = &granted {
-            trace::granted(lease, trace::How::Directly);
+        let lock = granted.map(|lease| Lock::new(Arc::clone(shard), lease, ttl));
+        if let Some(lock) = &lock {
+            lock.traced_grant(trace::How::Directly);
         }
-        Ok(granted.map(|lease| Lock::new(Arc::clone(shard), lease, ttl)))
+        Ok(lock)
     }
 }
 

@@ -5,7 +5,9 @@
 //! - Waiters on a name are served in arrival order. Whenever an operation finds a name with
 //!   waiters and no live lease (after a release, or once the lease lapsed), it grants the
 //!   lease to the head waiter on the spot, so nobody can barge ahead of the queue; a name
-//!   with waiters is busy for every newcomer.
+//!   with waiters is busy for every newcomer. A head waiter whose own wait is over by then
+//!   is not handed the lease: it leaves (woken, it resolves to `None`) and the next waiter
+//!   in time is served.
 //! - A waiter handed the lease leaves the queue and keeps the grant until its future is
 //!   polled. Should the lease have lapsed by then, the hand-off is lost: the waiter goes back
 //!   to the head of its name's queue (or, if its own wait has elapsed, resolves to `None`).
@@ -49,7 +51,7 @@ use super::{Request, State};
 use crate::deferred::Deferred;
 use crate::lease::LeaseInfo;
 use crate::table::{Grant, LockTable, OwnedText, shrink_if_sparse};
-use crate::time::Timestamp;
+use crate::time::{Timestamp, live};
 
 /// The waiters of one name, in arrival order.
 pub(super) struct Queue {
@@ -93,6 +95,8 @@ fn is_queued(waiters: &HashMap<u64, Waiter>, id: u64) -> bool {
 pub(super) struct Waiter {
     /// What it asked for; its text moves to the table on the grant.
     pub(super) request: Request,
+    /// When its wait ends (`Timestamp::MAX`: never): past it, it is never handed the lease.
+    pub(super) wait_deadline: Timestamp,
     pub(super) waker: Option<Waker>,
     pub(super) granted: Option<LeaseInfo>,
 }
@@ -216,11 +220,25 @@ pub(super) fn settle_queue(
     if table.live_deadline(hash, &queue.name, now).is_some() {
         return true;
     }
-    let Some(head_id) = queue.head(waiters) else {
-        // Not expected: a queue is removed when its last waiter leaves.
-        entry.remove();
-        table.unpin(hash);
-        return false;
+    // The head whose wait is over leaves instead of being handed the lease: woken, its next
+    // poll resolves to `None`, and the lease goes to the next waiter still in time.
+    let head_id = loop {
+        let Some(head_id) = queue.head(waiters) else {
+            // Every waiter's wait was over (a queue is removed when its last waiter leaves):
+            // the name is free.
+            entry.remove();
+            table.unpin(hash);
+            return false;
+        };
+        match waiters.get_mut(&head_id) {
+            Some(head) if !live(head.wait_deadline, now) => {
+                later.wake(head.waker.take());
+                remove_waiter(waiters, head_id, later);
+                queue.queued = queue.queued.saturating_sub(1);
+            }
+            Some(_) => break head_id,
+            None => return true,
+        }
     };
     let Some(head) = waiters.get_mut(&head_id) else {
         return true;

@@ -56,17 +56,16 @@ impl State {
         }
         let id = self.next_waiter_id;
         self.next_waiter_id += 1;
+        let until = now.saturating_add(wait);
         let waiter = Waiter {
             request: Request { text, hash, ttl },
+            wait_deadline: until,
             waker: None,
             granted: None,
         };
         self.waiters.insert(id, waiter);
         self.enqueue(id, false);
-        Standing::Waiting {
-            id,
-            until: now.saturating_add(wait),
-        }
+        Standing::Waiting { id, until }
     }
 
     /// A later poll of waiter `id`, whose wait ends at `wait_deadline`, with the poller's

@@ -73,12 +73,26 @@ impl Model {
     }
 
     /// Hands a lapsed or released lease to the head waiter: always possible, since a name
-    /// with waiters keeps its room. Returns whether newcomers must treat the name as taken.
+    /// with waiters keeps its room. A head whose wait is over leaves the queue instead (its
+    /// next poll answers `TimedOut`) and the next one is served. Returns whether newcomers
+    /// must treat the name as taken.
     pub fn settle(&mut self, name: &'static str) -> bool {
         if !self.queued(name) {
             return false;
         }
         if self.live(name).is_none() {
+            let now = self.now;
+            let over = |w: &ModelWaiter| w.wait_deadline != FOREVER && now >= w.wait_deadline;
+            while let Some(&first) = self.queues[name].front() {
+                if !over(&self.waiters[&first]) {
+                    break;
+                }
+                self.queues.get_mut(name).unwrap().pop_front();
+            }
+            if !self.queued(name) {
+                self.queues.remove(name);
+                return false;
+            }
             let head = self.queues.get_mut(name).unwrap().pop_front().unwrap();
             if self.queues[name].is_empty() {
                 self.queues.remove(name);
@@ -88,6 +102,15 @@ impl Model {
             self.waiters.get_mut(&head).unwrap().granted = Some(grant);
         }
         true
+    }
+
+    /// How many waiters the registry keeps: queued, or handed a grant (a head that left its
+    /// queue because its wait was over is gone, though its next poll is still to answer).
+    pub fn kept_waiters(&self) -> usize {
+        let queued = |id: &usize| self.queues.values().any(|q| q.contains(id));
+        (self.waiters.iter())
+            .filter(|(id, w)| w.granted.is_some() || queued(id))
+            .count()
     }
 
     pub fn any_waiters(&self) -> bool {
@@ -177,12 +200,14 @@ impl Model {
         Answer::Pending
     }
 
+    /// Waiter `id` leaves (it may have left its queue already: a head whose wait was over).
     pub fn leave_queue(&mut self, id: usize) {
         let name = self.waiters.remove(&id).unwrap().name;
-        let queue = self.queues.get_mut(name).unwrap();
-        queue.retain(|&w| w != id);
-        if queue.is_empty() {
-            self.queues.remove(name);
+        if let Some(queue) = self.queues.get_mut(name) {
+            queue.retain(|&w| w != id);
+            if queue.is_empty() {
+                self.queues.remove(name);
+            }
         }
     }
 
