@@ -260,7 +260,7 @@ impl RedisLock {
     /// (`tokio::select!`), so that the work stops when the lease is gone; it takes `&self`,
     /// so the work can read the handle meanwhile.
     ///
-    /// The interval is [`keep_alive_interval`]: zero means a third of the ttl, anything
+    /// The interval is [`keep_alive_interval`](alkstore_mem::contract::keep_alive_interval): zero means a third of the ttl, anything
     /// above half the ttl is clamped to half. A renewal may take up to the `io_timeout`:
     /// a ttl below twice the `io_timeout` is refused at once with [`LockError::InvalidTtl`]
     /// ([`TtlProblem::TooShortToKeepAlive`]), since one slow answer could cost that lease.
