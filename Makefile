@@ -171,9 +171,10 @@ demo-pg: pg-setup
 ## 127.0.0.1:$(CLI_REDIS_PORT) (built first, so the server is up only while the tests run)
 .PHONY: test-cli
 CLI_REDIS_PORT ?= 6390
-test-cli: redis-setup
+CLI_PG_PORT ?= 5439
+test-cli: redis-setup pg-setup
 	$(CARGO) test -q -p alkstore-cli --no-run
-	scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(CARGO) test -p alkstore-cli
+	scripts/pg-run.sh --port $(CLI_PG_PORT) -- scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(CARGO) test -p alkstore-cli
 ## end cli ---------------------------------------------------------------------------------
 
 ## idb ------------------------------------------------------------------------------------

@@ -4,13 +4,14 @@
 //! Adding an engine is one arm in [`run`] (open its store, pair it with a clock) and its
 //! schemes in [`SCHEMES`].
 
+mod pg;
 mod redis;
 
 use crate::args::Invocation;
 use crate::command::{self, Answer, Failure};
 
 /// Every scheme the tool serves, as the usage text and the error for any other list them.
-pub(crate) const SCHEMES: &[&str] = &["redis://", "redis+unix://"];
+pub(crate) const SCHEMES: &[&str] = &["redis://", "redis+unix://", "postgres://", "postgresql://"];
 
 /// Opens the engine `invocation.url` names and runs the command against it.
 ///
@@ -30,11 +31,10 @@ pub(crate) async fn run(invocation: &Invocation) -> Result<Answer, Failure> {
             let (store, clock) = redis::open(url, namespace).await?;
             command::run(&store, &clock, command, *json).await
         }
-        // Another engine is one more arm, e.g. with `alkstore-pg` as a dependency:
-        // Some("postgres" | "postgresql") => {
-        //     let (store, clock) = pg::open(url, namespace).await?;
-        //     command::run(&store, &clock, command, *json).await
-        // }
+        Some("postgres" | "postgresql") => {
+            let (store, clock) = pg::open(url, namespace).await?;
+            command::run(&store, &clock, command, *json).await
+        }
         other => Err(Failure::Usage(unsupported(other))),
     }
 }
@@ -88,8 +88,8 @@ mod tests {
         );
         assert_eq!(scheme("127.0.0.1:6379"), None);
         assert_eq!(
-            unsupported(Some("postgres")),
-            "unsupported URL scheme \"postgres://\": alkstore serves redis:// redis+unix://"
+            unsupported(Some("mysql")),
+            "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql://"
         );
         assert!(unsupported(None).starts_with("the URL has no scheme"));
     }
@@ -100,10 +100,7 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        for url in [
-            "postgres://admin:hunter2@db:5432/app",
-            "admin:hunter2@db:5432",
-        ] {
+        for url in ["mysql://admin:hunter2@db:5432/app", "admin:hunter2@db:5432"] {
             let invocation = Invocation {
                 url: url.into(),
                 namespace: None,

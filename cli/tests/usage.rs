@@ -76,12 +76,12 @@ fn usage_errors_exit_2_with_one_line_on_stderr() {
 
 #[test]
 fn an_unsupported_scheme_is_a_usage_error_naming_the_schemes_served() {
-    let url = "postgres://admin:hunter2@db.internal:5432/app";
+    let url = "mysql://admin:hunter2@db.internal:3306/app";
     let run = alkstore_env(&["--url", url, "list"], &[]);
     assert_failed(
         &run,
         2,
-        "unsupported URL scheme \"postgres://\": alkstore serves redis:// redis+unix://",
+        "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql://",
         "hunter2",
     );
     // From the environment too, and a URL with no scheme at all.
