@@ -243,7 +243,7 @@ async fn wait_for(
                     1 => {
                         let (token, deadline) = (field(&reply, 1)?, field(&reply, 2)?);
                         guard.armed = false;
-                        return Ok(Some(PgLock::new(
+                        let lock = PgLock::new(
                             store.clone(),
                             &name,
                             &owner,
@@ -251,7 +251,12 @@ async fn wait_for(
                             from_us(deadline),
                             ttl,
                             now,
-                        )));
+                        );
+                        // After the handle exists: a subscriber that panics unwinds through
+                        // its drop, which releases the lease.
+                        let (at, handed_off) = (lock.deadline().as_nanos(), wd != -1);
+                        crate::trace::granted(&name, &owner, lock.token(), at, handed_off);
+                        return Ok(Some(lock));
                     }
                     2 => {
                         guard.armed = false;

@@ -87,13 +87,14 @@ mod lock;
 mod pool;
 mod sql;
 mod store;
+mod trace;
 mod wake;
 mod wire;
 
 pub use acquire::PgAcquire;
 pub use config::PgConfig;
 pub use lock::{PgKeepAlive, PgLapsed, PgLock};
-pub use store::PgLocks;
+pub use store::{PgFuture, PgLocks};
 
 /// The SQLSTATE of `fence()`'s refusal: class 55, "object not in prerequisite state".
 pub const FENCE_SQLSTATE: &str = "55F01";

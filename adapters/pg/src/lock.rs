@@ -13,6 +13,7 @@ use alkstore_mem::contract::next_renewal;
 
 use crate::compat::{expired, too_short_to_keep_alive, zero_ttl};
 use crate::pool::Op;
+use crate::store::PgFuture;
 use crate::store::PgLocks;
 use crate::wire::{Anchor, field, from_us, micros, numbers};
 
@@ -137,7 +138,11 @@ impl PgLock {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn is_held(&self) -> Result<bool, LockError> {
+    pub fn is_held(&self) -> PgFuture<'_, bool> {
+        BoxedFuture::new(self.is_held_inner())
+    }
+
+    async fn is_held_inner(&self) -> Result<bool, LockError> {
         let rows = self
             .store
             .call(Op::IsHeld, &[&self.name, &self.token_param()])
@@ -161,7 +166,11 @@ impl PgLock {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn renew(&mut self, ttl: Duration) -> Result<(), LockError> {
+    pub fn renew(&mut self, ttl: Duration) -> PgFuture<'_, ()> {
+        BoxedFuture::new(self.renew_inner(ttl))
+    }
+
+    async fn renew_inner(&self, ttl: Duration) -> Result<(), LockError> {
         if ttl.is_zero() {
             return Err(zero_ttl(ttl));
         }
@@ -197,7 +206,9 @@ impl PgLock {
 
     /// `Expired` for this lease, seen at `now`.
     fn expired_at(&self, now: Timestamp) -> LockError {
-        expired(&self.name, self.token, self.ttl(), self.deadline(), now)
+        let lost = expired(&self.name, self.token, self.ttl(), self.deadline(), now);
+        crate::trace::lost(&self.name, self.token, &lost);
+        lost
     }
 
     /// Releases the lease: `Ok(true)` when it was live and is now free (or handed to the
@@ -218,7 +229,11 @@ impl PgLock {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn release(mut self) -> Result<bool, LockError> {
+    pub fn release(self) -> PgFuture<'static, bool> {
+        BoxedFuture::new(self.release_inner())
+    }
+
+    async fn release_inner(mut self) -> Result<bool, LockError> {
         let released = release(&self.store, &self.name, self.token).await;
         self.release_on_drop = false;
         released

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore_mem::validate::{check_name, check_request};
-use alkstore_mem::{LeaseInfo, LockError, Snapshot, Waiting};
+use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Snapshot, Waiting};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -18,6 +18,11 @@ use crate::sql::Schema;
 use crate::wake::Wake;
 use crate::wire::Anchor;
 use crate::wire::{field, from_us, lease_row, micros, numbers, owner_from_sql, owner_to_sql};
+
+/// The future of a one-shot call to PostgreSQL ([`PgLocks::try_lock`],
+/// [`PgLock::renew`](crate::PgLock::renew), …): a named type, so that it can be stored and
+/// `select!`ed.
+pub type PgFuture<'a, T> = BoxedFuture<'a, Result<T, LockError>>;
 
 /// Named exclusive locks with TTL leases and fencing tokens, kept in PostgreSQL.
 ///
@@ -177,7 +182,11 @@ impl PgLocks {
         op: Op,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, Fail> {
-        self.inner.pool.call(op, params).await
+        let answer = self.inner.pool.call(op, params).await;
+        if let Err(Fail::Down(err)) = &answer {
+            crate::trace::unavailable(op, err);
+        }
+        answer
     }
 
     /// Takes the lock `name` for `owner` until `ttl` from now (on the server's clock), if it
@@ -207,7 +216,12 @@ impl PgLocks {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn try_lock(
+    pub fn try_lock(&self, name: &str, owner: &str, ttl: Duration) -> PgFuture<'_, Option<PgLock>> {
+        let (name, owner) = (name.to_owned(), owner.to_owned());
+        BoxedFuture::new(async move { self.try_lock_inner(&name, &owner, ttl).await })
+    }
+
+    async fn try_lock_inner(
         &self,
         name: &str,
         owner: &str,
@@ -230,7 +244,7 @@ impl PgLocks {
             return Ok(None);
         }
         let (token, deadline, now) = (field(&reply, 1)?, field(&reply, 2)?, field(&reply, 3)?);
-        Ok(Some(PgLock::new(
+        let lock = PgLock::new(
             self.clone(),
             name,
             owner,
@@ -238,7 +252,11 @@ impl PgLocks {
             from_us(deadline),
             ttl,
             Anchor::new(now, sent),
-        )))
+        );
+        // After the handle exists: a subscriber that panics unwinds through its drop, which
+        // releases the lease.
+        crate::trace::granted(name, owner, lock.token(), lock.deadline().as_nanos(), false);
+        Ok(Some(lock))
     }
 
     /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded with
@@ -289,7 +307,12 @@ impl PgLocks {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn holder(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
+    pub fn holder(&self, name: &str) -> PgFuture<'_, Option<LeaseInfo>> {
+        let name = name.to_owned();
+        BoxedFuture::new(async move { self.holder_inner(&name).await })
+    }
+
+    async fn holder_inner(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
         if check_name(name, &self.inner.config.limits()).is_err() {
             return Ok(None);
         }
@@ -317,12 +340,21 @@ impl PgLocks {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn force_release(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
+    pub fn force_release(&self, name: &str) -> PgFuture<'_, Option<LeaseInfo>> {
+        let name = name.to_owned();
+        BoxedFuture::new(async move { self.force_release_inner(&name).await })
+    }
+
+    async fn force_release_inner(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
         if check_name(name, &self.inner.config.limits()).is_err() {
             return Ok(None);
         }
         let rows = self.call(Op::ForceRelease, &[&name]).await?;
-        Ok(lease_row(name, &rows)?.0)
+        let ended = lease_row(name, &rows)?.0;
+        if let Some(lease) = &ended {
+            crate::trace::force_released(lease);
+        }
+        Ok(ended)
     }
 
     /// What the schema holds now: every live lease (sorted by name) and every queued waiter
@@ -345,7 +377,11 @@ impl PgLocks {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn snapshot(&self) -> Result<Snapshot, LockError> {
+    pub fn snapshot(&self) -> PgFuture<'_, Snapshot> {
+        BoxedFuture::new(self.snapshot_inner())
+    }
+
+    async fn snapshot_inner(&self) -> Result<Snapshot, LockError> {
         let rows = self.call(Op::Snapshot, &[]).await?;
         let bad = || unavailable("unexpected reply from a lock function");
         let mut snapshot = Snapshot::default();
