@@ -37,7 +37,10 @@ async fn a_dropped_acquire_whose_step_is_queued_leaves_no_lease_behind() {
         locks.acquire("ghost", "dropped", Duration::from_secs(3600)),
     )
     .await;
-    assert!(gave_up.is_err(), "the acquire was still pending: {gave_up:?}");
+    assert!(
+        gave_up.is_err(),
+        "the acquire was still pending: {gave_up:?}"
+    );
     for b in busy {
         assert!(b.await.unwrap().unwrap().is_none());
     }
@@ -87,7 +90,10 @@ async fn acquires_dropped_at_any_moment_leave_nothing_behind() {
 fn an_acquire_dropped_as_its_runtime_shuts_down_leaves_the_queue() {
     let main = common::runtime();
     let locks = main.block_on(common::store());
-    let holder = main.block_on(locks.try_lock("n", "h", TTL)).unwrap().unwrap();
+    let holder = main
+        .block_on(locks.try_lock("n", "h", TTL))
+        .unwrap()
+        .unwrap();
     let other = common::runtime();
     let config = PgConfig::new().with_schema(locks.config().schema());
     let waiter_store = other
@@ -171,7 +177,11 @@ async fn six_stores_are_served_in_arrival_order() {
         let config = PgConfig::new().with_schema(locks.config().schema());
         let store = PgLocks::connect_with(&common::url(), config).await.unwrap();
         waiting.push(tokio::spawn(async move {
-            let lock = store.acquire("fifo", &format!("w{i}"), TTL).await.unwrap().unwrap();
+            let lock = store
+                .acquire("fifo", &format!("w{i}"), TTL)
+                .await
+                .unwrap()
+                .unwrap();
             let (token, at) = (lock.token(), Instant::now());
             assert!(lock.release().await.unwrap());
             (i, token, at)
@@ -179,7 +189,11 @@ async fn six_stores_are_served_in_arrival_order() {
         tokio::time::sleep(ms(100)).await;
     }
     let snapshot = locks.snapshot().await.unwrap();
-    let owners: Vec<_> = snapshot.waiting.iter().map(|w| w.owner().to_string()).collect();
+    let owners: Vec<_> = snapshot
+        .waiting
+        .iter()
+        .map(|w| w.owner().to_string())
+        .collect();
     assert_eq!(owners, ["w0", "w1", "w2", "w3", "w4", "w5"]);
     assert!(held.release().await.unwrap());
     let mut done = Vec::new();

@@ -23,7 +23,10 @@ pub async fn step_clock_back(client: &tokio_postgres::Client, locks: &PgLocks, b
     let us = i64::try_from(by.as_micros()).unwrap();
     client
         .execute(
-            &format!("UPDATE {}.test_clock SET offset_us = offset_us - $1", q(locks)),
+            &format!(
+                "UPDATE {}.test_clock SET offset_us = offset_us - $1",
+                q(locks)
+            ),
             &[&us],
         )
         .await
