@@ -303,3 +303,56 @@ async fn rows_of_a_dead_waiters_name_are_swept() {
         "rows left after the sweep: {left:?}"
     );
 }
+
+/// Takeovers of lapsed leases (ttl 1-2 ms) by 16 clients at once, through try_lock, acquire
+/// and hand-offs: grants are serialized by the row lock, so in token order their grant times
+/// (deadline - ttl, on the name's never-back clock) never go back. A token taken before the
+/// row lock would show as a larger grant time with a smaller token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_follow_grant_time_through_takeovers_of_lapsed_leases() {
+    let schema = common::fresh_schema();
+    let grants = Arc::new(Mutex::new(Vec::<(u64, u64)>::new()));
+    let mut tasks = Vec::new();
+    for (c, locks) in stores(&schema, 16).await.into_iter().enumerate() {
+        let grants = Arc::clone(&grants);
+        tasks.push(tokio::spawn(async move {
+            for cycle in 0..80usize {
+                let ttl = Duration::from_micros(1000 + 1000 * ((c + cycle) % 2) as u64);
+                let got = match (c + cycle) % 3 {
+                    0 => locks.try_lock("lapse", "o", ttl).await.unwrap(),
+                    1 => locks
+                        .acquire("lapse", "o", ttl)
+                        .timeout(ms(50))
+                        .await
+                        .unwrap(),
+                    _ => locks
+                        .acquire("lapse", "o", ttl)
+                        .timeout(Duration::ZERO)
+                        .await
+                        .unwrap(),
+                };
+                let Some(lock) = got else { continue };
+                let granted_at = lock.deadline().as_nanos() - ttl.as_nanos() as u64;
+                grants.lock().unwrap().push((lock.token(), granted_at));
+                if cycle % 2 == 0 {
+                    let _ = lock.release().await.unwrap();
+                } else {
+                    lock.detach();
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let mut grants = grants.lock().unwrap().clone();
+    grants.sort_unstable();
+    let back: Vec<_> = grants.windows(2).filter(|w| w[1].1 < w[0].1).collect();
+    eprintln!("{} grants of a lapsing name", grants.len());
+    assert!(grants.len() > 300, "{}", grants.len());
+    assert!(
+        back.is_empty(),
+        "a larger token was granted earlier: {:?}",
+        &back[..back.len().min(5)]
+    );
+}
