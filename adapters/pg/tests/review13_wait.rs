@@ -232,3 +232,44 @@ async fn a_waiter_whose_listen_connection_dies_still_gets_the_hand_off() {
     assert_eq!(got.owner(), "w");
     assert!(started.elapsed() < ms(1500), "{:?}", started.elapsed());
 }
+
+/// A waiter queued BEFORE a fenced transaction opened: while the transaction is open its
+/// steps find the row locked, so its heartbeat is not refreshed; once the transaction has
+/// lasted three heartbeats the waiter counts as dead, and the holder's release skips it: a
+/// `try_lock` arriving after the release takes the name. (Heartbeat 100 ms here, so a 600 ms
+/// transaction does it; with the default 1 s heartbeat, any fenced transaction over 3 s.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_queued_before_a_long_fenced_transaction_keeps_its_place() {
+    let config = PgConfig::new()
+        .with_lock_wait(ms(1))
+        .with_waiter_heartbeat(ms(100));
+    let locks = common::store_with(config).await;
+    let mut fencer = common::client(&common::url()).await;
+    let holder = locks.try_lock("q", "h", TTL).await.unwrap().unwrap();
+    let waiter = {
+        let locks = locks.clone();
+        tokio::spawn(async move { locks.acquire("q", "waiter", TTL).await })
+    };
+    tokio::time::sleep(ms(200)).await;
+    let queued = locks.snapshot().await.unwrap().waiting;
+    assert_eq!(queued.len(), 1, "{queued:?}");
+    let tx = fencer.transaction().await.unwrap();
+    holder.fence(&tx).await.unwrap();
+    tokio::time::sleep(ms(600)).await;
+    tx.commit().await.unwrap();
+    assert!(holder.release().await.unwrap());
+    let rival = locks.try_lock("q", "rival", TTL).await.unwrap();
+    let rival_won = rival.is_some();
+    drop(rival);
+    let got = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.owner(), "waiter");
+    assert!(
+        !rival_won,
+        "a try_lock after the release took the name before the waiter queued ahead of it"
+    );
+}
