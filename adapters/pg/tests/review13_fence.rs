@@ -190,3 +190,53 @@ async fn fence_in_serializable_and_read_only_transactions() {
     let err = fresh.fence(&tx).await.unwrap_err();
     assert_eq!(err.code().map(|c| c.code()), Some("25006"), "{err:?}");
 }
+
+/// While the fenced transaction is open, 8 other clients keep trying the name (each waits
+/// the lock wait on the row, queued behind the fence): the holder's renewals must not queue
+/// behind them (a renewal that waited the lock wait would fail with Unavailable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_do_not_queue_behind_grants_waiting_on_the_fence() {
+    let locks = common::store().await;
+    let mut client = common::client(&common::url()).await;
+    let mut lock = locks.try_lock("busy", "a", TTL).await.unwrap().unwrap();
+    let tx = client.transaction().await.unwrap();
+    lock.fence(&tx).await.unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut spinners = Vec::new();
+    for _ in 0..8 {
+        let config = alkstore_pg::PgConfig::new()
+            .with_schema(locks.config().schema())
+            .with_pool_size(1);
+        let other = PgLocks::connect_with(&common::url(), config).await.unwrap();
+        let stop = stop.clone();
+        spinners.push(tokio::spawn(async move {
+            let mut tries = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert!(other.try_lock("busy", "x", TTL).await.unwrap().is_none());
+                tries += 1;
+            }
+            tries
+        }));
+    }
+    tokio::time::sleep(ms(100)).await;
+    let mut failed = Vec::new();
+    for _ in 0..30 {
+        if let Err(e) = lock.renew(TTL).await {
+            failed.push(e);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut tries = 0;
+    for s in spinners {
+        tries += s.await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    assert!(tries > 8, "{tries}");
+    assert!(
+        failed.is_empty(),
+        "{} of 30 renewals failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    assert!(lock.release().await.unwrap());
+}
