@@ -131,13 +131,13 @@ fn an_acquire_dropped_as_its_runtime_shuts_down_leaves_the_queue() {
 /// Waiters that arrive while a transaction holding `fence()` is open are not queued (their
 /// steps find the row locked and poll), so a `try_lock` that arrives after them takes the
 /// name once the transaction ends. Expected: FIFO, "a try_lock arriving in between gets
-/// None". (lock wait 1 ms makes the polling waiter sleep between tries almost always.)
+/// None". (With the default config: 10 of 10 rounds barged in a trial run.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_that_arrived_during_a_fenced_transaction_keeps_its_turn() {
-    let locks = common::store_with(PgConfig::new().with_lock_wait(ms(1))).await;
+    let locks = common::store().await;
     let mut fencer = common::client(&common::url()).await;
     let mut barged = 0;
-    for round in 0..3 {
+    for round in 0..5 {
         let name = format!("n{round}");
         let holder = locks.try_lock(&name, "h", TTL).await.unwrap().unwrap();
         let tx = fencer.transaction().await.unwrap();
@@ -163,7 +163,7 @@ async fn an_acquire_that_arrived_during_a_fenced_transaction_keeps_its_turn() {
     }
     assert_eq!(
         barged, 0,
-        "a later try_lock went before an earlier acquire in {barged} of 3 rounds"
+        "a later try_lock went before an earlier acquire in {barged} of 5 rounds"
     );
 }
 
