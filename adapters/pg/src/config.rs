@@ -31,6 +31,16 @@ pub struct PgConfig {
 }
 
 impl PgConfig {
+    /// The shortest `io_timeout`: 1 ms.
+    pub const MIN_IO_TIMEOUT: Duration = Duration::from_millis(1);
+    /// The longest `io_timeout`: 60 s (PostgreSQL's `statement_timeout` takes at most about
+    /// 24.8 days, and no call of the engine needs a minute).
+    pub const MAX_IO_TIMEOUT: Duration = Duration::from_secs(60);
+    /// The shortest waiter heartbeat: 10 ms.
+    pub const MIN_WAITER_HEARTBEAT: Duration = Duration::from_millis(10);
+    /// The longest waiter heartbeat: 60 s.
+    pub const MAX_WAITER_HEARTBEAT: Duration = Duration::from_secs(60);
+
     /// Schema `"alkstore"`, the core's default limits (256-byte names and owners), a 2 s
     /// `io_timeout`, a pool of 4 connections, a 1 s waiter heartbeat and a 100 ms lock wait.
     pub fn new() -> Self {
@@ -80,9 +90,22 @@ impl PgConfig {
     /// refuses a lease whose ttl is below twice the `io_timeout` (it resolves at once with
     /// `LockError::InvalidTtl`): with `ttl >= 2 * io_timeout` and renewals at least every
     /// half ttl, each renewal has its whole `io_timeout` before the deadline.
+    ///
+    /// Clamped to [`MIN_IO_TIMEOUT`](Self::MIN_IO_TIMEOUT) (1 ms) ..=
+    /// [`MAX_IO_TIMEOUT`](Self::MAX_IO_TIMEOUT) (60 s): zero would fail every call, and
+    /// PostgreSQL refuses a `statement_timeout` above about 24.8 days (every connect would
+    /// fail). [`io_timeout`](Self::io_timeout) returns the clamped value.
+    ///
+    /// ```
+    /// use alkstore_pg::PgConfig;
+    /// use std::time::Duration;
+    ///
+    /// let huge = PgConfig::new().with_io_timeout(Duration::MAX);
+    /// assert_eq!(huge.io_timeout(), PgConfig::MAX_IO_TIMEOUT);
+    /// ```
     #[must_use]
     pub fn with_io_timeout(mut self, timeout: Duration) -> Self {
-        self.io_timeout = timeout.max(Duration::from_millis(1));
+        self.io_timeout = timeout.clamp(Self::MIN_IO_TIMEOUT, Self::MAX_IO_TIMEOUT);
         self
     }
 
@@ -96,10 +119,14 @@ impl PgConfig {
     }
 
     /// How often a waiting `acquire` refreshes its queue entry. An entry not refreshed for
-    /// three periods belongs to a crashed process and is skipped. Default: 1 s.
+    /// three periods belongs to a crashed process and is skipped. It is also how often a
+    /// waiter re-checks a name whose hand-off is held up by a transaction that called
+    /// `fence()` (see [`PgAcquire`](crate::PgAcquire)). Default: 1 s; clamped to
+    /// [`MIN_WAITER_HEARTBEAT`](Self::MIN_WAITER_HEARTBEAT) (10 ms) ..=
+    /// [`MAX_WAITER_HEARTBEAT`](Self::MAX_WAITER_HEARTBEAT) (60 s).
     #[must_use]
     pub fn with_waiter_heartbeat(mut self, period: Duration) -> Self {
-        self.waiter_heartbeat = period.max(Duration::from_millis(10));
+        self.waiter_heartbeat = period.clamp(Self::MIN_WAITER_HEARTBEAT, Self::MAX_WAITER_HEARTBEAT);
         self
     }
 
@@ -204,6 +231,21 @@ mod tests {
             let err = PgConfig::new().with_schema(bad).check_schema().unwrap_err();
             assert!(err.contains("invalid PgConfig: schema"), "{err}");
         }
+    }
+
+    #[test]
+    fn absurd_durations_are_clamped() {
+        let c = PgConfig::new()
+            .with_io_timeout(Duration::MAX)
+            .with_waiter_heartbeat(Duration::MAX);
+        assert_eq!(c.io_timeout(), PgConfig::MAX_IO_TIMEOUT);
+        assert_eq!(c.waiter_heartbeat(), PgConfig::MAX_WAITER_HEARTBEAT);
+        let c = PgConfig::new()
+            .with_io_timeout(Duration::ZERO)
+            .with_waiter_heartbeat(Duration::ZERO);
+        assert_eq!(c.io_timeout(), PgConfig::MIN_IO_TIMEOUT);
+        assert_eq!(c.waiter_heartbeat(), PgConfig::MIN_WAITER_HEARTBEAT);
+        assert_eq!(c.lock_wait(), Duration::from_millis(1));
     }
 
     #[test]

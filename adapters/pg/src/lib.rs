@@ -79,6 +79,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod acquire;
+mod cleanup;
 mod compat;
 mod config;
 mod contract;

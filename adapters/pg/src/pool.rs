@@ -44,9 +44,10 @@ impl Op {
         match self {
             Op::TryLock => schema.fast("try_lock_fast"),
             Op::Release => schema.fast("release_fast"),
-            Op::Sweep => schema.fast("sweep"),
+
+            Op::Sweep => format!("SELECT {s}.sweep($1)"),
             Op::Acquire => format!("SELECT {s}.acquire($1, $2, $3, $4, $5, $6, $7)"),
-            Op::Cancel => format!("SELECT {s}.cancel($1, $2)"),
+            Op::Cancel => format!("SELECT {s}.cancel($1, $2, $3)"),
             Op::Renew => format!("SELECT {s}.renew($1, $2, $3)"),
             Op::IsHeld => format!("SELECT {s}.is_held($1, $2)"),
             Op::Holder => format!("SELECT * FROM {s}.holder($1)"),
@@ -205,7 +206,14 @@ impl Drop for InFlight<'_> {
 
 impl Pool {
     /// A pool of at most `size` connections to `config` (whose session options get the
-    /// engine's `statement_timeout` and `lock_timeout`), for `schema`.
+    /// engine's `statement_timeout`, `lock_timeout` and `synchronous_commit = on`), for
+    /// `schema`.
+    ///
+    /// `synchronous_commit = on` whatever the server's, database's or role's default: a grant
+    /// is answered only once its commit (and the token sequence's WAL record before it) is
+    /// flushed, so a crash or restart never hands out a token a holder was already told.
+    /// With the server's `synchronous_commit = off` (a common setting) the last grants' WAL
+    /// could be lost in a crash, and the sequence would hand their tokens out again.
     pub(crate) fn new(
         mut config: tokio_postgres::Config,
         size: usize,
@@ -215,7 +223,7 @@ impl Pool {
     ) -> Self {
         let ms = |d: Duration| d.as_millis().max(1);
         let options = format!(
-            "{} -c statement_timeout={} -c lock_timeout={}",
+            "{} -c statement_timeout={} -c lock_timeout={} -c synchronous_commit=on",
             config.get_options().unwrap_or_default(),
             ms(io_timeout),
             ms(lock_wait)

@@ -2,14 +2,20 @@
 //! versioned migration that installs them under an advisory lock.
 //!
 //! Placeholders: `@s@` the schema's quoted identifier, `@chan@` its NOTIFY channel,
-//! `@tokens@` / `@arrivals@` its sequences (as regclass literals), `@clock@` the statements
-//! that read the clock into `v_raw` and `v_now` (plus the test offset in `test-clock` builds).
-//! Lock names, owners and every other value are parameters, never spliced in.
+//! `@tokens@` / `@arrivals@` / `@floor@` its sequences (as regclass literals), `@floorkey@`
+//! the two keys of the floor's advisory lock, `@clock_decl@` the variables of the clock,
+//! `@clock@` the statements that read it (`v_raw` the server's clock, `v_clock` lease time:
+//! plus the test offset in `test-clock` builds, `v_floor` the schema's floor, `v_now` lease
+//! time raised to the floor), `@tick@` the statement every function ends with (the floor
+//! follows lease time). Lock names, owners and every other value are parameters, never
+//! spliced in.
 
 use tokio_postgres::Client;
 
-/// The schema version this build installs and understands.
-pub(crate) const VERSION: i32 = 1;
+/// The schema version this build installs and understands. Version 2: names of any length
+/// (a hash index), the schema's clock floor, marks of withdrawn waiters, the queue under
+/// `FOR NO KEY UPDATE` (see `internal.sql`).
+pub(crate) const VERSION: i32 = 2;
 
 /// Which clock this build's functions read: recorded in the schema's `meta` row, so that a
 /// plain build never runs on a schema installed by a test build, nor the other way round.
@@ -18,15 +24,29 @@ pub(crate) const CLOCK_MODE: &str = "server";
 #[cfg(feature = "test-clock")]
 pub(crate) const CLOCK_MODE: &str = "test";
 
+const CLOCK_DECL: &str =
+    "v_raw bigint; v_clock bigint; v_floor bigint; v_now bigint; v_lapse boolean := false;";
 const RAW_NOW: &str = "v_raw := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;";
 #[cfg(not(feature = "test-clock"))]
-const LEASE_NOW: &str = "v_now := v_raw;";
+const LEASE_NOW: &str = "v_clock := v_raw;";
 #[cfg(feature = "test-clock")]
-const LEASE_NOW: &str = "v_now := v_raw + (SELECT offset_us FROM @s@.test_clock);";
+const LEASE_NOW: &str = "v_clock := v_raw + (SELECT offset_us FROM @s@.test_clock);";
+const FLOORED: &str = "v_floor := (SELECT last_value FROM @floor_rel@);
+  v_now := greatest(v_clock, v_floor);";
+/// How far lease time may run ahead of the floor before an operation moves the floor up:
+/// 10 ms, in µs (so the floor is written at most about a hundred times a second).
+const TICK: &str = "IF v_lapse THEN
+    PERFORM @s@._raise(v_now);
+  ELSIF v_clock > v_floor + 10000 THEN
+    PERFORM @s@._tick(v_clock);
+  END IF;";
 
-const TABLES: &str = include_str!("sql/001_tables.sql");
+/// Version 1's tables.
+const TABLES_1: &str = include_str!("sql/001_tables.sql");
+/// What version 2 changes on them.
+const TABLES_2: &str = include_str!("sql/002_tables.sql");
 
-/// Version 1's functions, in the order they are created (helpers first).
+/// The functions, in the order they are created (helpers first).
 const FUNCTIONS: &[&str] = &[
     include_str!("sql/internal.sql"),
     include_str!("sql/try_lock.sql"),
@@ -39,7 +59,21 @@ const FUNCTIONS: &[&str] = &[
     include_str!("sql/snapshot.sql"),
     include_str!("sql/force_release.sql"),
     include_str!("sql/fence.sql"),
+    include_str!("sql/sweep.sql"),
 ];
+
+/// Drops every function of the schema (a version 1 schema's, before version 2's are made).
+const DROP_FUNCTIONS: &str = "DO $drop$
+DECLARE f regprocedure;
+BEGIN
+  FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+            WHERE p.pronamespace = to_regnamespace('@s@')
+  LOOP
+    EXECUTE 'DROP FUNCTION ' || f;
+  END LOOP;
+END
+$drop$;
+";
 
 #[cfg(feature = "test-clock")]
 const TEST_CLOCK: &str = include_str!("sql/test_clock.sql");
@@ -47,7 +81,7 @@ const TEST_CLOCK: &str = include_str!("sql/test_clock.sql");
 /// The client-side statements of `fast.sql`, each after its `-- @name@` line.
 const FAST: &str = include_str!("sql/fast.sql");
 
-/// The lease clock as one SQL expression, for the fast statements.
+/// The lease clock as one SQL expression, for the fast statements (before the floor).
 #[cfg(not(feature = "test-clock"))]
 const NOW_EXPR: &str = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
 #[cfg(feature = "test-clock")]
@@ -56,6 +90,10 @@ const NOW_EXPR: &str = "((extract(epoch FROM clock_timestamp()) * 1000000)::bigi
 /// Two keys for `pg_advisory_xact_lock(int, int)`: this constant ("alks") and the hash of
 /// the schema's name, so that migrations of one schema wait for each other only.
 const MIGRATION_LOCK: i32 = 0x616c_6b73;
+
+/// The first key of the floor's advisory lock ("alkf"); the second is a hash of the schema's
+/// name (`Schema::floor_key`).
+const FLOOR_LOCK: i32 = 0x616c_6b66;
 
 /// One schema's identifiers, for rendering the `.sql` files and the calls.
 #[derive(Clone, Debug)]
@@ -67,6 +105,8 @@ pub(crate) struct Schema {
     /// The NOTIFY channel of this schema: `alk_` and a hash of the name (deterministic in
     /// every process), well under PostgreSQL's 63-byte identifier limit.
     pub(crate) channel: String,
+    /// The second key of the floor's advisory lock (deterministic in every process).
+    floor_key: i32,
 }
 
 impl Schema {
@@ -76,6 +116,8 @@ impl Schema {
             name: name.into(),
             ident: format!("\"{}\"", name.replace('"', "\"\"")),
             channel: format!("alk_{:016x}", fnv1a(name.as_bytes())),
+            // The low 32 bits of the hash, as the int the advisory lock takes.
+            floor_key: fnv1a(name.as_bytes()) as u32 as i32,
         }
     }
 
@@ -98,13 +140,29 @@ impl Schema {
 
     /// `sql` with this schema's placeholders filled in.
     pub(crate) fn render(&self, sql: &str) -> String {
-        let clock = format!("{RAW_NOW}\n  {LEASE_NOW}");
-        sql.replace("@clock@", &clock)
+        let clock = format!("{RAW_NOW}\n  {LEASE_NOW}\n  {FLOORED}");
+        sql.replace("@clock_decl@", CLOCK_DECL)
+            .replace("@clock@", &clock)
+            .replace("@tick@", TICK)
             .replace("@now_expr@", NOW_EXPR)
             .replace("@tokens@", &format!("{}.tokens", self.ident))
             .replace("@arrivals@", &format!("{}.arrivals", self.ident))
+            .replace("@floor_rel@", &format!("{}.floor", self.ident))
+            .replace("@floor@", &format!("{}.floor", self.ident))
+            .replace("@floorkey@", &format!("{FLOOR_LOCK}, {}", self.floor_key))
             .replace("@chan@", &self.channel)
             .replace("@s@", &self.ident)
+    }
+
+    /// The script that installs every function (and, in test builds, the test clock).
+    fn functions(&self) -> String {
+        let mut script = String::new();
+        for function in FUNCTIONS {
+            script.push_str(&self.render(function));
+        }
+        #[cfg(feature = "test-clock")]
+        script.push_str(&self.render(TEST_CLOCK));
+        script
     }
 }
 
@@ -149,12 +207,9 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
         .map_err(db)?
         .get(0);
     if !installed {
-        let mut script = schema.render(TABLES);
-        for function in FUNCTIONS {
-            script.push_str(&schema.render(function));
-        }
-        #[cfg(feature = "test-clock")]
-        script.push_str(&schema.render(TEST_CLOCK));
+        let mut script = schema.render(TABLES_1);
+        script.push_str(&schema.render(TABLES_2));
+        script.push_str(&schema.functions());
         tx.batch_execute(&script).await.map_err(db)?;
         tx.execute(
             &format!("INSERT INTO {meta} (version, clock) VALUES ($1, $2)"),
@@ -183,6 +238,18 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
                 schema.name
             ));
         }
+        if version == 1 {
+            // 1 -> 2: the tables change in place (rows kept), and every function is made
+            // again. Processes still running a version 1 build fail their calls from here on
+            // (their functions are gone): upgrade them together.
+            let mut script = schema.render(DROP_FUNCTIONS);
+            script.push_str(&schema.render(TABLES_2));
+            script.push_str(&schema.functions());
+            tx.batch_execute(&script).await.map_err(db)?;
+            tx.execute(&format!("UPDATE {meta} SET version = $1"), &[&VERSION])
+                .await
+                .map_err(db)?;
+        }
         // Later versions add their steps here, each from the version before it.
     }
     tx.commit().await.map_err(db)
@@ -195,11 +262,11 @@ mod tests {
     #[test]
     fn every_placeholder_is_rendered() {
         let schema = Schema::new("My-Schema");
-        let mut all = schema.render(TABLES);
-        for f in FUNCTIONS {
-            all.push_str(&schema.render(f));
-        }
-        for fast in ["try_lock_fast", "release_fast", "sweep"] {
+        let mut all = schema.render(TABLES_1);
+        all.push_str(&schema.render(TABLES_2));
+        all.push_str(&schema.functions());
+        all.push_str(&schema.render(DROP_FUNCTIONS));
+        for fast in ["try_lock_fast", "release_fast"] {
             let sql = schema.fast(fast);
             assert!(sql.len() > 100 && !sql.contains("--"), "{fast}: {sql}");
             all.push_str(&sql);

@@ -418,8 +418,13 @@ impl PgLocks {
     }
 }
 
-/// How often a store deletes rows of names nobody used for a minute (`sweep` in `fast.sql`).
+/// How often a store sweeps the schema (`sweep.sql`: names unused for a minute are settled,
+/// their dead waiters and free rows deleted, old marks of withdrawn waiters too).
 const SWEEP_EVERY: Duration = Duration::from_secs(30);
+
+/// How many names one sweep call settles at most (its row locks are held until it commits, so
+/// a call stays short; a full batch is followed by another at once).
+const SWEEP_BATCH: i32 = 500;
 
 /// Runs the sweep every [`SWEEP_EVERY`] while the store lives (best effort: a failed sweep
 /// waits for the next turn).
@@ -427,8 +432,16 @@ fn spawn_sweeper(inner: std::sync::Weak<Inner>) {
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(SWEEP_EVERY).await;
-            let Some(inner) = inner.upgrade() else { return };
-            let _ = inner.pool.call(Op::Sweep, &[]).await;
+            loop {
+                let Some(inner) = inner.upgrade() else { return };
+                let Ok(rows) = inner.pool.call(Op::Sweep, &[&SWEEP_BATCH]).await else {
+                    break;
+                };
+                let swept: i64 = rows.first().and_then(|r| r.try_get(0).ok()).unwrap_or(0);
+                if swept < i64::from(SWEEP_BATCH) {
+                    break;
+                }
+            }
         }
     });
 }

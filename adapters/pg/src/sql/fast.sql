@@ -2,13 +2,16 @@
 -- common path). Each updates the name's row when it needs no waiter logic, and otherwise
 -- calls the function, in the same statement (COALESCE evaluates it only when the UPDATE
 -- matched no row). An UPDATE that waited for the row's lock re-checks its conditions on the
--- row as the other transaction left it, and computes the token then: after the lock.
+-- row as the other transaction left it, and computes the token then: after the lock. Lease
+-- time is the clock raised to the schema's floor and the row's `seen`, as in the functions;
+-- the last column moves the floor up (at most every 10 ms), after the row's lock.
 --
 -- @try_lock_fast@: a free row (or a lapsed lease its holder had picked up), nobody waiting.
 -- The row is locked FOR UPDATE first (a plain UPDATE would take FOR NO KEY UPDATE, which a
 -- transaction holding fence() with FOR KEY SHARE does not block): every grant waits for a
 -- fenced transaction to end, up to the lock wait (then SQLSTATE 55P03: busy).
-WITH c AS (SELECT @now_expr@ AS n),
+WITH c AS (SELECT t.n0, t.f, greatest(t.n0, t.f) AS n
+             FROM (SELECT @now_expr@ AS n0, (SELECT last_value FROM @floor@) AS f) t),
 k AS (SELECT name FROM @s@.leases WHERE name = $1 FOR UPDATE),
 up AS (
   UPDATE @s@.leases l
@@ -18,22 +21,17 @@ up AS (
    WHERE l.name = k.name AND NOT l.waiting
      AND (l.owner IS NULL OR (l.claimed AND greatest(l.seen, c.n) >= l.deadline))
   RETURNING ARRAY[1, l.token, l.deadline, l.seen] AS reply)
-SELECT coalesce((SELECT reply FROM up), @s@.try_lock($1, $2, $3, $4))
--- @release_fast@: this token's lease, nobody waiting: the row stays, free.
-WITH c AS (SELECT @now_expr@ AS n),
+SELECT coalesce((SELECT reply FROM up), @s@.try_lock($1, $2, $3, $4)),
+       (SELECT @s@._tick(c.n0) FROM c WHERE c.n0 > c.f + 10000)
+-- @release_fast@: this token's lease, nobody waiting: the row stays, free. (FOR NO KEY
+-- UPDATE: also while a fenced transaction is open, which keeps the name until it ends.)
+WITH c AS (SELECT t.n0, t.f, greatest(t.n0, t.f) AS n
+             FROM (SELECT @now_expr@ AS n0, (SELECT last_value FROM @floor@) AS f) t),
 up AS (
   UPDATE @s@.leases l
      SET owner = NULL, seen = greatest(l.seen, c.n)
     FROM c
    WHERE l.name = $1 AND l.token = $2 AND l.owner IS NOT NULL AND NOT l.waiting
   RETURNING (CASE WHEN l.seen < l.deadline THEN 1 ELSE 0 END)::bigint AS live)
-SELECT coalesce((SELECT live FROM up), @s@.release($1, $2))
--- @sweep@: free rows nobody used for a minute, and leases lapsed a minute ago with nobody
--- waiting, are deleted (rows locked by someone else are skipped). Run now and then by every
--- store; an operation on a deleted name simply creates its row again.
-DELETE FROM @s@.leases l
- USING (SELECT name FROM @s@.leases, (SELECT @now_expr@ AS n) c
-         WHERE NOT waiting AND claimed
-           AND ((owner IS NULL AND seen < c.n - 60000000) OR deadline < c.n - 60000000)
-         FOR UPDATE OF leases SKIP LOCKED) d
- WHERE l.name = d.name
+SELECT coalesce((SELECT live FROM up), @s@.release($1, $2)),
+       (SELECT @s@._tick(c.n0) FROM c WHERE c.n0 > c.f + 10000)

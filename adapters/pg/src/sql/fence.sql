@@ -5,12 +5,16 @@
 -- ends. Every grant of a name locks its row FOR UPDATE, which conflicts with that: nobody
 -- can be granted the name until the guarded write has committed or rolled back, even when
 -- the transaction runs past the lease's deadline (a long transaction delays a takeover).
--- Renewals of the same lease take FOR NO KEY UPDATE and go on meanwhile.
+-- Renewals, releases and the queue take FOR NO KEY UPDATE and go on meanwhile.
+-- PostgreSQL releases a row lock taken inside a savepoint that is rolled back: a fence()
+-- called there stops holding the name (call it again after ROLLBACK TO SAVEPOINT).
+-- A refusal because the lease lapsed raises the schema's floor (a sequence: not undone by the
+-- abort the refusal causes), so that the lease stays lapsed if the server's clock steps back.
+-- fence() never touches the floor's lock otherwise: a long transaction holds nothing of it.
 CREATE FUNCTION @s@.fence(p_name text, p_token bigint) RETURNS void
 LANGUAGE plpgsql AS $fn$
 DECLARE
-  v_raw bigint;
-  v_now bigint;
+  @clock_decl@
   v_dl bigint;
   v_seen bigint;
 BEGIN
@@ -26,6 +30,9 @@ BEGIN
   END IF;
   v_now := greatest(v_now, v_seen);
   IF v_now >= v_dl THEN
+    IF v_dl > v_floor THEN
+      PERFORM @s@._raise(v_now);
+    END IF;
     RAISE EXCEPTION 'alkstore fence: the lease on lock % (fencing token %) lapsed % µs ago',
       quote_literal(p_name), p_token, v_now - v_dl
       USING ERRCODE = '55F01',

@@ -1,13 +1,13 @@
 -- holder(name) -> (owner, token, deadline, now): the live lease, or a NULL owner when the name
 -- is free. An unlocked row is brought up to date (a lapsed lease goes to the first waiter, or
 -- the row is deleted); a row locked by another transaction (an operation in flight, or a
--- transaction holding fence()) is read as last committed, without waiting.
+-- transaction holding fence()) is read as last committed, without waiting. Both ways a lease
+-- is live as _live says (snapshot() agrees).
 CREATE FUNCTION @s@.holder(p_name text, OUT o_owner text, OUT o_token bigint,
                            OUT o_deadline bigint, OUT o_now bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
-  v_raw bigint;
-  v_now bigint;
+  @clock_decl@
   r @s@.leases;
   cur @s@.leases;
 BEGIN
@@ -23,7 +23,8 @@ BEGIN
     SELECT * INTO cur FROM @s@.leases WHERE name = p_name;
     IF FOUND THEN
       v_now := greatest(v_now, cur.seen);
-      IF cur.owner IS NULL OR v_now >= cur.deadline THEN
+      IF NOT @s@._live(cur, v_now, v_raw) THEN
+        v_lapse := cur.owner IS NOT NULL AND v_now >= cur.deadline AND cur.deadline > v_floor;
         cur := NULL;
       END IF;
     END IF;
@@ -34,5 +35,6 @@ BEGIN
     o_token := cur.token;
     o_deadline := cur.deadline;
   END IF;
+  @tick@
 END
 $fn$;

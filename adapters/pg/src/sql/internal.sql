@@ -1,36 +1,104 @@
--- The helpers every operation shares. Each runs inside the calling operation's transaction,
--- with the name's lease row already locked FOR UPDATE by it (except _lock_row, which takes
--- that lock). Waiter rows of a name change only under that lock.
+-- The helpers every operation shares. Each runs inside the calling operation's transaction.
+--
+-- Row locks on a name's lease row, weakest first:
+--   FOR KEY SHARE      fence(), in the user's transaction, until it ends;
+--   FOR NO KEY UPDATE  every engine operation, first (_lock_row): it serializes the engine's
+--                      operations on the name, and a fence does not block it, so waiters queue
+--                      and refresh their heartbeats, and holders renew and release, while a
+--                      fenced transaction is open;
+--   FOR UPDATE         taken on top (_exclusive, without waiting) by whatever grants, hands
+--                      off or deletes the row: a fence blocks it, so nobody is granted the name
+--                      until the fenced transaction has ended.
+-- Waiter rows of a name change only under the lease row's lock (NO KEY UPDATE or more).
 --
 -- Lease time (v_now) is the server's clock_timestamp() in µs (plus the test offset in test
--- builds), raised to the row's `seen`; heartbeats are on the raw clock (v_raw), so that a
--- test moving lease time does not make every waiter look dead.
+-- builds), raised to the schema's floor and to the row's `seen`; heartbeats are on the raw
+-- clock (v_raw), so that a test moving lease time does not make every waiter look dead.
+-- Every operation ends with a tick (sql.rs, TICK): the floor follows lease time (_tick), exactly when the
+-- operation found a lease lapsed without writing its row (_raise).
 
--- Locks the lease row of p_name FOR UPDATE, creating a free one (owner NULL) if there is
--- none. Waits for a row locked by another transaction up to the connection's lock_timeout
--- (then SQLSTATE 55P03: a transaction holding fence() on it, the engine reports it busy).
-CREATE FUNCTION @s@._lock_row(p_name text) RETURNS @s@.leases
+-- Raises the schema's floor to p (a lease seen lapsed stays lapsed): waits for the floor's
+-- advisory lock, which its holders keep only until their transaction ends, and take only as
+-- their last step (so no cycle of waits can form).
+CREATE FUNCTION @s@._raise(p bigint) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_advisory_xact_lock(@floorkey@);
+  IF p > (SELECT last_value FROM @s@.floor) THEN
+    PERFORM setval('@floor@', p);
+  END IF;
+END
+$fn$;
+
+-- Moves the floor up to p if nobody else is moving it right now (then they move it to about
+-- the same time): the periodic step, which never waits.
+CREATE FUNCTION @s@._tick(p bigint) RETURNS void
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF pg_try_advisory_xact_lock(@floorkey@) THEN
+    IF p > (SELECT last_value FROM @s@.floor) THEN
+      PERFORM setval('@floor@', p);
+    END IF;
+  END IF;
+END
+$fn$;
+
+-- Locks the lease row of p_name, creating a free one (owner NULL) if there is none:
+-- FOR UPDATE when p_excl (waits for a fence, up to the connection's lock_timeout, then
+-- SQLSTATE 55P03), else FOR NO KEY UPDATE (a fence does not block it).
+CREATE FUNCTION @s@._lock_row(p_name text, p_excl boolean) RETURNS @s@.leases
 LANGUAGE plpgsql AS $fn$
 DECLARE
   r @s@.leases;
 BEGIN
   LOOP
-    SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR UPDATE;
+    IF p_excl THEN
+      SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR UPDATE;
+    ELSE
+      SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR NO KEY UPDATE;
+    END IF;
     IF FOUND THEN
       RETURN r;
     END IF;
     INSERT INTO @s@.leases (name, owner) VALUES (p_name, NULL)
-      ON CONFLICT (name) DO NOTHING RETURNING * INTO r;
+      ON CONFLICT DO NOTHING RETURNING * INTO r;
     IF FOUND THEN
+      -- The insert may have waited for a transaction deleting the name's last row: the
+      -- caller's lease time, read before, is raised to the clock read now.
+      r.seen := @now_expr@;
       RETURN r;
     END IF;
   END LOOP;
 END
 $fn$;
 
--- Grants the (locked) row of p_name to p_owner for p_ttl µs from p_now, on behalf of request
--- p_req. The token is taken here, after the row lock: a grant that waited for the lock gets
--- a larger token than the grant it waited behind.
+-- With the row of p_name locked FOR NO KEY UPDATE: takes it FOR UPDATE unless a fence holds
+-- it, without waiting. True when this transaction may now grant, hand off or delete.
+CREATE FUNCTION @s@._exclusive(p_name text) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM 1 FROM @s@.leases WHERE name = p_name FOR UPDATE SKIP LOCKED;
+  RETURN FOUND;
+END
+$fn$;
+
+-- Whether the lease in row r is live at p_now: held, before its deadline, and picked up or
+-- handed to a waiter that is still alive (a hand-off to a waiter that died before picking it
+-- up was never held by anybody, and counts as lapsed). holder(), snapshot() and every settle
+-- agree through it.
+CREATE FUNCTION @s@._live(r @s@.leases, p_now bigint, p_raw bigint) RETURNS boolean
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF r.owner IS NULL OR p_now >= r.deadline THEN
+    RETURN false;
+  END IF;
+  RETURN r.claimed OR EXISTS (SELECT 1 FROM @s@.waiters WHERE id = r.req AND hb > p_raw);
+END
+$fn$;
+
+-- Grants the (FOR UPDATE locked) row of p_name to p_owner for p_ttl µs from p_now, on behalf
+-- of request p_req. The token is taken here, after the row lock: a grant that waited for the
+-- lock gets a larger token than the grant it waited behind.
 CREATE FUNCTION @s@._grant(p_name text, p_owner text, p_ttl bigint, p_req text,
                            p_claimed boolean, p_now bigint) RETURNS @s@.leases
 LANGUAGE plpgsql AS $fn$
@@ -47,9 +115,10 @@ BEGIN
 END
 $fn$;
 
--- The lease of p_name is free: hands it to the first live waiter (dead ones, whose heartbeat
--- or wait lapsed, are deleted on the way) and tells it by NOTIFY (sent at commit). Returns
--- the new lease, or NULL when nobody waits (the caller then grants or deletes the row).
+-- The lease of p_name (row locked FOR UPDATE) is free: hands it to the first live waiter
+-- (dead ones, whose heartbeat or wait lapsed, are deleted on the way) and tells it by NOTIFY
+-- (sent at commit). Returns the new lease, or NULL when nobody waits (the caller then grants
+-- or deletes the row).
 CREATE FUNCTION @s@._hand_off(p_name text, p_now bigint, p_raw bigint) RETURNS @s@.leases
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -73,34 +142,35 @@ BEGIN
 END
 $fn$;
 
--- Brings the (locked) row r of p_name up to date: a live lease stays; otherwise the name goes
--- to the first live waiter. A lease handed to a waiter that died before picking it up (its
--- heartbeat lapsed; nobody ever held it) counts as lapsed. Returns the live lease, or NULL
--- when the name is free and nobody waits.
+-- Brings the row r of p_name (locked FOR UPDATE) up to date: a live lease stays (see _live);
+-- otherwise the name goes to the first live waiter. The entry of a waiter that died holding
+-- an unclaimed hand-off is deleted (a live one whose hand-off lapsed comes back to the head
+-- of the queue by its next step). Returns the live lease, or NULL when the name is free and
+-- nobody waits.
 CREATE FUNCTION @s@._settle(p_name text, r @s@.leases, p_now bigint, p_raw bigint)
 RETURNS @s@.leases
 LANGUAGE plpgsql AS $fn$
-DECLARE
-  v_hb bigint;
 BEGIN
-  IF r.owner IS NOT NULL AND p_now < r.deadline THEN
-    IF r.claimed THEN
+  IF r.owner IS NOT NULL AND NOT r.claimed THEN
+    IF p_now < r.deadline
+       AND EXISTS (SELECT 1 FROM @s@.waiters WHERE id = r.req AND hb > p_raw) THEN
       RETURN r;
     END IF;
-    SELECT hb INTO v_hb FROM @s@.waiters WHERE id = r.req;
-    IF FOUND AND v_hb > p_raw THEN
-      RETURN r;
-    END IF;
-    DELETE FROM @s@.waiters WHERE id = r.req;
+    DELETE FROM @s@.waiters WHERE id = r.req AND hb <= p_raw;
+  ELSIF r.owner IS NOT NULL AND p_now < r.deadline THEN
+    RETURN r;
   END IF;
   RETURN @s@._hand_off(p_name, p_now, p_raw);
 END
 $fn$;
 
--- Waiter p_id leaves the queue of p_name (row r locked); then the row is brought up to date,
--- and if p_id was first, the waiter first now is told, so that it sleeps to the holder's
--- deadline instead of a whole heartbeat. Returns what _settle returns.
-CREATE FUNCTION @s@._leave(p_name text, p_id text, r @s@.leases, p_now bigint, p_raw bigint)
+-- Waiter p_id leaves the queue of p_name (row r locked); then, if p_excl (the row is locked
+-- FOR UPDATE), the row is brought up to date, and if p_id was first, the waiter first now is
+-- told, so that it sleeps to the holder's deadline instead of a whole heartbeat. Returns what
+-- _settle returns; r itself when not p_excl (a fence holds the row: nothing is handed on
+-- until its transaction ends).
+CREATE FUNCTION @s@._leave(p_name text, p_id text, r @s@.leases, p_now bigint, p_raw bigint,
+                           p_excl boolean)
 RETURNS @s@.leases
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -110,7 +180,11 @@ BEGIN
   SELECT id INTO v_head FROM @s@.waiters
    WHERE name = p_name AND granted IS NULL ORDER BY arrival LIMIT 1;
   DELETE FROM @s@.waiters WHERE id = p_id;
-  cur := @s@._settle(p_name, r, p_now, p_raw);
+  IF p_excl THEN
+    cur := @s@._settle(p_name, r, p_now, p_raw);
+  ELSE
+    cur := r;
+  END IF;
   IF v_head = p_id AND cur.name IS NOT NULL THEN
     SELECT id INTO v_head FROM @s@.waiters
      WHERE name = p_name AND granted IS NULL ORDER BY arrival LIMIT 1;
@@ -122,8 +196,9 @@ BEGIN
 END
 $fn$;
 
--- The waiter that was handed the (locked) lease of p_name picks it up: from now on it is
--- held like any grant; `waiting` is brought up to date.
+-- The waiter that was handed the lease of p_name picks it up: from now on it is held like any
+-- grant; `waiting` is brought up to date. (An UPDATE of non-key columns: FOR NO KEY UPDATE,
+-- which a fence does not block.)
 CREATE FUNCTION @s@._claim(p_name text) RETURNS void
 LANGUAGE plpgsql AS $fn$
 BEGIN

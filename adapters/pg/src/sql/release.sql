@@ -1,37 +1,52 @@
--- release(name, token) -> 1 when the lease was live and is now free or handed to the first
--- waiter; 0 when it had lapsed or is not this token's (a newer lease is never touched).
+-- release(name, token) -> 1 when the lease was live and is now ended; 0 when it had lapsed or
+-- is not this token's (a newer lease is never touched). The name goes to the first live waiter
+-- in this transaction, or is freed. While a transaction that called fence() holds the row,
+-- the lease still ends here (renew, is_held and fence refuse it from now on) but nobody is
+-- granted the name until that transaction has ended: the first waiter is handed it then, by
+-- whoever settles the name first (its own next step, at the latest one heartbeat later).
 CREATE FUNCTION @s@.release(p_name text, p_token bigint) RETURNS bigint
 LANGUAGE plpgsql AS $fn$
 DECLARE
-  v_raw bigint;
-  v_now bigint;
-  v_live bigint := 0;
+  @clock_decl@
+  v_out bigint := 0;
+  v_excl boolean;
   r @s@.leases;
   cur @s@.leases;
 BEGIN
   @clock@
-  SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR UPDATE;
-  IF NOT FOUND THEN
-    RETURN 0;
-  END IF;
-  v_now := greatest(v_now, r.seen);
-  IF r.owner IS NOT NULL AND r.token = p_token THEN
-    IF v_now < r.deadline THEN
-      v_live := 1;
+  <<body>>
+  BEGIN
+    SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+      EXIT body;
     END IF;
-    -- The common case, inline: nobody waits (waiters queue only under this row's lock, and
-    -- this statement sees every one committed before the lock was taken), so the row goes.
-    IF NOT EXISTS (SELECT 1 FROM @s@.waiters WHERE name = p_name) THEN
+    v_now := greatest(v_now, r.seen);
+    v_excl := @s@._exclusive(p_name);
+    IF r.owner IS NOT NULL AND r.token = p_token THEN
+      IF v_now < r.deadline THEN
+        v_out := 1;
+      END IF;
+      IF NOT v_excl THEN
+        UPDATE @s@.leases SET owner = NULL, seen = greatest(seen, v_now) WHERE name = p_name;
+        EXIT body;
+      END IF;
+      -- The common case, inline: nobody waits (waiters queue only under this row's lock, and
+      -- this statement sees every one committed before the lock was taken), so the row goes.
+      IF NOT EXISTS (SELECT 1 FROM @s@.waiters WHERE name = p_name) THEN
+        DELETE FROM @s@.leases WHERE name = p_name;
+        EXIT body;
+      END IF;
+      cur := @s@._hand_off(p_name, v_now, v_raw);
+    ELSIF v_excl THEN
+      cur := @s@._settle(p_name, r, v_now, v_raw);
+    ELSE
+      EXIT body;
+    END IF;
+    IF cur.name IS NULL THEN
       DELETE FROM @s@.leases WHERE name = p_name;
-      RETURN v_live;
     END IF;
-    cur := @s@._hand_off(p_name, v_now, v_raw);
-  ELSE
-    cur := @s@._settle(p_name, r, v_now, v_raw);
-  END IF;
-  IF cur.name IS NULL THEN
-    DELETE FROM @s@.leases WHERE name = p_name;
-  END IF;
-  RETURN v_live;
+  END;
+  @tick@
+  RETURN v_out;
 END
 $fn$;

@@ -1,14 +1,16 @@
 -- renew(name, token, ttl µs) -> {1, deadline, now} | {0, 0, now} when the lease is no longer
 -- held (lapsed: now at or after its deadline; released; or handed to another).
 -- One UPDATE: it takes the row lock FOR NO KEY UPDATE, which a transaction holding fence()
--- (FOR KEY SHARE) does not block, so a holder renews while its guarded writes are open.
+-- (FOR KEY SHARE) does not block, so a holder renews while its guarded writes are open. A
+-- refusal because the lease lapsed raises the schema's floor to now, so that it stays lapsed
+-- if the server's clock steps back.
 CREATE FUNCTION @s@.renew(p_name text, p_token bigint, p_ttl bigint) RETURNS bigint[]
 LANGUAGE plpgsql AS $fn$
 DECLARE
-  v_raw bigint;
-  v_now bigint;
+  @clock_decl@
   v_dl bigint;
   v_seen bigint;
+  v_out bigint[];
 BEGIN
   @clock@
   UPDATE @s@.leases
@@ -17,8 +19,17 @@ BEGIN
      AND greatest(v_now, seen) < deadline
   RETURNING deadline, seen INTO v_dl, v_seen;
   IF FOUND THEN
-    RETURN ARRAY[1, v_dl, v_seen];
+    v_out := ARRAY[1, v_dl, v_seen];
+  ELSE
+    SELECT deadline, seen INTO v_dl, v_seen FROM @s@.leases
+     WHERE name = p_name AND token = p_token AND owner IS NOT NULL;
+    IF FOUND THEN
+      v_now := greatest(v_now, v_seen);
+      v_lapse := v_now >= v_dl AND v_dl > v_floor;
+    END IF;
+    v_out := ARRAY[0, 0, v_now];
   END IF;
-  RETURN ARRAY[0, 0, v_now];
+  @tick@
+  RETURN v_out;
 END
 $fn$;
