@@ -301,8 +301,15 @@ async fn wait_for(
             wd
         };
         guard.unanswered = true;
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] =
-            [&name, &stored_owner, &ttl_us, &id, &wait_us, &wd_arg, &hb_us];
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+            &name,
+            &stored_owner,
+            &ttl_us,
+            &id,
+            &wait_us,
+            &wd_arg,
+            &hb_us,
+        ];
         let step = store.call(Op::Acquire, &params);
         let step = match bounds.limit {
             None => step.await,
@@ -325,7 +332,9 @@ async fn wait_for(
                 if bounds.over(Instant::now()) {
                     return Ok(None);
                 }
-                bounds.left().map_or(LOCKED_PAUSE, |left| LOCKED_PAUSE.min(left))
+                bounds
+                    .left()
+                    .map_or(LOCKED_PAUSE, |left| LOCKED_PAUSE.min(left))
             }
             Err(Fail::Down(err)) => return Err(err),
             Ok(rows) => {

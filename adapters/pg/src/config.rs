@@ -126,15 +126,18 @@ impl PgConfig {
     /// [`MAX_WAITER_HEARTBEAT`](Self::MAX_WAITER_HEARTBEAT) (60 s).
     #[must_use]
     pub fn with_waiter_heartbeat(mut self, period: Duration) -> Self {
-        self.waiter_heartbeat = period.clamp(Self::MIN_WAITER_HEARTBEAT, Self::MAX_WAITER_HEARTBEAT);
+        self.waiter_heartbeat =
+            period.clamp(Self::MIN_WAITER_HEARTBEAT, Self::MAX_WAITER_HEARTBEAT);
         self
     }
 
     /// How long an operation waits for a lease row that another transaction has locked
     /// (the connection's `lock_timeout`) before it counts the name as busy: a transaction
     /// that called `fence()` holds the row until it ends, and a `try_lock` meanwhile answers
-    /// `Ok(None)` after this wait. The engine's own operations hold a row for well under a
-    /// millisecond. Default: 100 ms; kept below half the `io_timeout`.
+    /// `Ok(None)` after this wait (a fence that ends within it lets the `try_lock` through).
+    /// Waiting `acquire` steps, renewals and releases are not held up by a fence at all,
+    /// and `force_release` refuses one at once. The engine's own operations hold a row for
+    /// well under a millisecond. Default: 100 ms; kept below half the `io_timeout`.
     #[must_use]
     pub fn with_lock_wait(mut self, wait: Duration) -> Self {
         self.lock_wait = wait.max(Duration::from_millis(1));

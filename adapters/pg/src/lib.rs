@@ -6,13 +6,19 @@
 //! [`PgLocks`] is a small connection pool, one listening connection for wake-ups, and a
 //! schema (default `alkstore`) that it creates when missing: tables, sequences and one
 //! plpgsql function per operation (`src/sql/*.sql`), installed by a versioned migration
-//! under an advisory lock. Each operation checks its input locally with the core's own
-//! checks ([`alkstore_mem::validate`]), then calls one function, in one round trip, that
-//! reads the server's `clock_timestamp()`, decides under the lease row's lock, takes the
-//! token after that lock, and writes. Time is the server's, never the client's:
-//! [`PgLock::deadline`] is on the server's timeline (nanoseconds since the Unix epoch). The
-//! same methods exist inherently (no trait import needed) and through
-//! [`alkstore_mem::LockStore`].
+//! under an advisory lock (version 2; a version 1 schema of a pre-release build is upgraded
+//! in place). Each operation checks its input locally with the core's own checks
+//! ([`alkstore_mem::validate`]), then calls one function, in one round trip, that reads the
+//! server's `clock_timestamp()`, decides under the lease row's lock, takes the token after
+//! that lock, and writes. Time is the server's, never the client's: [`PgLock::deadline`] is
+//! on the server's timeline (nanoseconds since the Unix epoch). The same methods exist
+//! inherently (no trait import needed) and through [`alkstore_mem::LockStore`].
+//!
+//! The engine's sessions run with `synchronous_commit = on` (whatever the server's default):
+//! a grant is answered only once its commit is flushed, so a crash or restart never hands out
+//! again a token a holder was told. (On a failover to an asynchronous replica the last
+//! commits can be lost whatever the session asks: tokens are unique only on a timeline that
+//! keeps its commits.)
 //!
 //! # What it promises
 //! - **Exclusion**: at most one live lease per name in a schema; busy is `Ok(None)`.
@@ -23,15 +29,26 @@
 //!   also after a crash or restart.
 //! - **Waiting** is FIFO across processes with hand-off inside the release's transaction,
 //!   wake-ups by `LISTEN/NOTIFY`, a bounded re-check at the holder's deadline, and crashed
-//!   waiters skipped once their heartbeat lapses (see [`PgAcquire`]).
-//! - **Time never goes back on a name**: each lease row keeps the latest lease time a write
-//!   on it acted at, and later operations on the name use at least that.
+//!   waiters skipped once their heartbeat lapses (see [`PgAcquire`]). A dropped `acquire`
+//!   leaves nothing behind, also when its step was still in flight or its runtime was
+//!   shutting down.
+//! - **Time never goes back** (the in-memory registry's rule): lease time in a schema is the
+//!   server's clock raised to a floor that the schema keeps (a sequence), so when the
+//!   server's clock steps back (an NTP step), a lease seen lapsed, by any operation
+//!   (`is_held`, `renew`, `fence`, `holder`, `snapshot`, a takeover), stays lapsed, and
+//!   time on one name never goes back. Across names the floor follows the clock in steps of
+//!   at most 10 ms (written at most about a hundred times a second, so that it costs no
+//!   contention): after a step back, time another name saw may repeat by up to that.
 //! - **Failures** (connection refused, no answer within [`PgConfig::io_timeout`], a
 //!   terminated backend, a restart) are [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable),
 //!   never a panic and never a lock believed held that is not. The same store works again
 //!   once the server is back.
-//! - **Schemas** on one database never meet. Names and owners are bound parameters, never
-//!   spliced into SQL; only the schema is an identifier, checked and quoted.
+//! - **Schemas** on one database never meet. Names (of any length the configuration allows:
+//!   the name's row is found by a hash index) and owners are bound parameters, never spliced
+//!   into SQL; only the schema is an identifier, checked and quoted.
+//! - **Memory follows the live state**: every store sweeps the schema every 30 s; a name
+//!   unused for a minute (free, or lapsed with crashed waiters, or handed to a waiter that
+//!   died before picking it up) loses its rows.
 //!
 //! # Fencing in your own transaction
 //! When the lock and the data it guards live in one database, the fencing check runs inside
@@ -41,8 +58,29 @@
 //! lock unless that token's lease is live on the server's clock, and it keeps the lease row
 //! locked (`FOR KEY SHARE`) until the transaction ends: nobody can be granted the name until
 //! the guarded write has committed or rolled back. The trade-off: a long transaction delays
-//! a takeover past the lease's deadline (a `try_lock` meanwhile answers `None`). Renewals of
-//! the same lease go on while the transaction is open.
+//! a takeover past the lease's deadline (a `try_lock` meanwhile answers `None` after the
+//! config's [lock wait](PgConfig::with_lock_wait)).
+//!
+//! While the fenced transaction is open, everything but a grant goes on (each takes the row
+//! `FOR NO KEY UPDATE`, which the fence does not block): the holder renews, and may release
+//! (`Ok(true)`: the lease ends, its token is refused from then on, but the name stays held
+//! off until the transaction ends); waiters queue in arrival order and keep their heartbeats.
+//! A hand-off held up by the fence (the lease was released or lapsed meanwhile;
+//! `force_release` refuses while the fence is open) is made by whoever settles the name
+//! first after the transaction ends: a release, a `try_lock`, `holder`, or the
+//! first waiter's own next step, at the latest one [waiter
+//! heartbeat](PgConfig::with_waiter_heartbeat) later (the end of a user's transaction sends
+//! no notification).
+//!
+//! Two limits of PostgreSQL's row locks, which `fence()` cannot lift:
+//! - **Savepoints**: a fence called inside a savepoint (a nested transaction of an ORM, a
+//!   plpgsql block with an `EXCEPTION` clause) that is then rolled back is released with it:
+//!   PostgreSQL drops row (and advisory) locks taken in an aborted subtransaction, and
+//!   nothing a function can take survives that rollback yet ends with the transaction. Call
+//!   `fence()` in the transaction itself, or again after `ROLLBACK TO SAVEPOINT`.
+//! - **Read-only transactions**: a row lock needs a read-write transaction, so `fence()` in a
+//!   `READ ONLY` transaction fails with SQLSTATE `25006`
+//!   (`read_only_sql_transaction`), not `55F01`, whatever the lease: an error, never a pass.
 //!
 //! ```sql
 //! BEGIN;

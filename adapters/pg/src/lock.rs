@@ -211,15 +211,20 @@ impl PgLock {
         lost
     }
 
-    /// Releases the lease: `Ok(true)` when it was live and is now free (or handed to the
-    /// first waiter), `Ok(false)` when it had lapsed or was force-released. Compares the
+    /// Releases the lease: `Ok(true)` when it was live and is now ended (free, or handed to
+    /// the first waiter), `Ok(false)` when it had lapsed or was force-released. Compares the
     /// fencing token: never frees a newer lease. Dropping the future before it resolved
     /// still releases the lease (as dropping the lock does).
     ///
+    /// While a transaction that called [`fence`](Self::fence) with this lease is still
+    /// open, the release succeeds all the same (`Ok(true)`: the lease ends, and `renew`,
+    /// `is_held` and `fence()` refuse its token from then on), but no grant slips in: nobody
+    /// is granted the name until that transaction has committed or rolled back; the first
+    /// waiter is handed it then (see the [crate docs](crate#fencing-in-your-own-transaction)).
+    ///
     /// # Errors
     /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`
-    /// (the lease then lapses at its deadline), or a transaction that called `fence()` with
-    /// this lease is still open (release after it commits).
+    /// (the lease then lapses at its deadline).
     ///
     /// # Example
     /// ```no_run
@@ -405,11 +410,19 @@ impl PgLock {
     /// [`is_fence_error`](crate::is_fence_error)) unless the lease is live on the server's
     /// clock now; after it succeeds, nobody can be granted the name until the transaction
     /// commits or rolls back, even past the deadline (a long transaction delays a
-    /// takeover). Renewals of this lease go on meanwhile.
+    /// takeover). Renewals and the release of this lease go on meanwhile, and so does the
+    /// queue of waiters.
+    ///
+    /// Called inside a savepoint that is then rolled back (`ROLLBACK TO SAVEPOINT`, a
+    /// nested transaction of an ORM, a plpgsql `EXCEPTION` block), the fence is released
+    /// with it: PostgreSQL drops the row locks of an aborted subtransaction. Call it in the
+    /// transaction itself, or again after the rollback to the savepoint.
     ///
     /// # Errors
     /// The `tokio_postgres::Error` of the call: the fence's own (`55F01`: the lease is not
-    /// live with this token), or any other (the transaction is then aborted, as usual).
+    /// live with this token), or any other (the transaction is then aborted, as usual). In
+    /// a `READ ONLY` transaction it always fails, with SQLSTATE `25006`
+    /// (`read_only_sql_transaction`: row locks need a read-write transaction).
     ///
     /// # Example
     /// ```no_run

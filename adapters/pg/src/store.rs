@@ -266,8 +266,11 @@ impl PgLocks {
     /// schema: a release hands the lease to the first waiter inside the release's own
     /// transaction, and a `try_lock` arriving in between gets `None`. Waiters sleep until a
     /// `NOTIFY` (and wake once at the holder's deadline, in case its lease lapses instead);
-    /// they do not poll. Dropping the future leaves the queue and passes on a lease already
-    /// handed to it.
+    /// they do not poll. A transaction holding `fence()` on the name does not hold the queue
+    /// up: a waiter arriving meanwhile is queued in its turn and keeps its heartbeat; only
+    /// the grant waits for that transaction to end. Dropping the future leaves the queue and
+    /// passes on a lease already handed to it, also when a step was in flight or the runtime
+    /// is shutting down (see [`PgAcquire`]).
     ///
     /// # Errors
     /// Those of [`try_lock`](Self::try_lock), at the first poll.
@@ -329,7 +332,8 @@ impl PgLocks {
     ///
     /// # Errors
     /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`,
-    /// or a transaction that called `fence()` on the name is still open.
+    /// or, at once, when a transaction that called `fence()` on the name is still open (its
+    /// guarded writes are not cut short; retry once it has ended).
     ///
     /// # Example
     /// ```no_run
@@ -359,7 +363,9 @@ impl PgLocks {
 
     /// What the schema holds now: every live lease (sorted by name) and every queued waiter
     /// (by name, then in the order they will be served), in one round trip that takes no
-    /// lock. Waiters whose heartbeat or wait has lapsed (a crashed process) are left out.
+    /// lock. Waiters whose heartbeat or wait has lapsed (a crashed process) are left out, and
+    /// so is a lease handed to a waiter that died before picking it up ([`holder`](Self::holder)
+    /// agrees: nobody ever held it).
     ///
     /// # Errors
     /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`.

@@ -1,0 +1,129 @@
+//! Schema versions: a schema of version 1 (the pre-release builds of 0.3: a btree key on the
+//! name, no clock floor, no marks of withdrawn waiters, other functions) is upgraded to
+//! version 2 in place when a store connects, its leases and waiters kept.
+//!
+//! The version 1 schema is made from a version 2 one by undoing what `002_tables.sql` does,
+//! dropping every function, and leaving a function of version 1's signature behind.
+
+mod common;
+
+use std::time::Duration;
+
+use alkstore_pg::{PgConfig, PgLocks};
+
+const TTL: Duration = Duration::from_secs(30);
+
+/// Undoes version 2 on `schema`: version 1's key and index, none of version 2's objects or
+/// functions, a stale function of version 1 (`cancel(text, text)`), version 1 in `meta`.
+fn back_to_version_1(q: &str) -> String {
+    format!(
+        "DO $d$ DECLARE f regprocedure;
+         BEGIN
+           FOR f IN SELECT oid::regprocedure FROM pg_proc
+                     WHERE pronamespace = to_regnamespace('{q}')
+           LOOP EXECUTE 'DROP FUNCTION ' || f; END LOOP;
+         END $d$;
+         DROP TABLE {q}.cancelled;
+         DROP SEQUENCE {q}.floor;
+         ALTER TABLE {q}.leases DROP CONSTRAINT leases_name;
+         ALTER TABLE {q}.leases ADD PRIMARY KEY (name);
+         DROP INDEX {q}.waiters_name;
+         CREATE INDEX waiters_queue ON {q}.waiters (name, arrival);
+         CREATE FUNCTION {q}.cancel(p_name text, p_id text) RETURNS void
+           LANGUAGE sql AS 'SELECT';
+         UPDATE {q}.meta SET version = 1;"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
+    let url = common::url();
+    let schema = common::fresh_schema();
+    let q = format!("\"{schema}\"");
+    let first = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
+        .await
+        .unwrap();
+    let held = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
+    let token = held.token();
+    held.detach();
+    let client = common::client(&url).await;
+    // A waiter of another process, queued behind it (alive for a minute).
+    let queued: Vec<i64> = client
+        .query_one(
+            &format!("SELECT {q}.acquire('held', 'w', 30000000, 'w-id', -1, -1, 60000000)"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(queued[0], 0, "queued: {queued:?}");
+    drop(first);
+    client.batch_execute(&back_to_version_1(&q)).await.unwrap();
+
+    // Four stores connect at once: one upgrades, the others wait for it and find version 2.
+    let connects: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, schema) = (url.clone(), schema.clone());
+            tokio::spawn(async move {
+                PgLocks::connect_with(&url, PgConfig::new().with_schema(schema)).await
+            })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for c in connects {
+        stores.push(c.await.unwrap().expect("every connect succeeds"));
+    }
+    let locks = &stores[0];
+    let version: i32 = client
+        .query_one(&format!("SELECT version FROM {q}.meta"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
+    let stale: bool = client
+        .query_one(
+            &format!("SELECT to_regprocedure('{q}.cancel(text,text)') IS NULL"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(stale, "version 1's functions are dropped");
+
+    // The lease and the queue of version 1 are kept, and work on.
+    let lease = locks.holder("held").await.unwrap().unwrap();
+    assert_eq!((lease.owner(), lease.token()), ("a", token));
+    assert!(
+        stores[1]
+            .try_lock("held", "b", TTL)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let waiting = locks.snapshot().await.unwrap().waiting;
+    assert_eq!(waiting.len(), 1);
+    assert_eq!((waiting[0].name(), waiting[0].owner()), ("held", "w"));
+    let token_param = i64::try_from(token).unwrap();
+    client
+        .execute(&locks.fence_sql(), &[&"held", &token_param])
+        .await
+        .unwrap();
+    let ended = locks.force_release("held").await.unwrap().unwrap();
+    assert_eq!(ended.token(), token);
+    let next = locks.holder("held").await.unwrap().unwrap();
+    assert!(next.owner() == "w" && next.token() > token, "{next:?}");
+
+    // Version 2's own: a name far above the btree's limit.
+    let long: String = (0..2000u32)
+        .map(|i| char::from_u32(0x4E00 + (i.wrapping_mul(7919) % 20000)).unwrap())
+        .collect();
+    let long_store = PgLocks::connect_with(
+        &url,
+        PgConfig::new().with_schema(&schema).with_max_name_len(8192),
+    )
+    .await
+    .unwrap();
+    let lock = long_store.try_lock(&long, "o", TTL).await.unwrap().unwrap();
+    assert!(lock.token() > next.token());
+    assert!(lock.release().await.unwrap());
+}
