@@ -26,9 +26,10 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
-use crate::pool::Op;
+use crate::pool::{LOCKED_RETRY, Op};
 use crate::store::PgLocks;
 
 /// What a [`Cleanup`] does.
@@ -86,14 +87,20 @@ impl Cleanup {
             Ok(runtime) => {
                 runtime.spawn(async move {
                     let mut job = self;
-                    // Best effort: the outcome (or an error) changes nothing for anybody.
-                    let _ = job.store.call(job.op(), &job.params()).await;
+                    job.run().await;
                     job.done = true;
                 });
             }
             // No runtime here: `Drop` runs it on a thread of its own.
             Err(_) => drop(self),
         }
+    }
+
+    /// The call on the store's pool (which tries a call that found a row locked again,
+    /// within the `io_timeout`; see `Op::retries_locked`).
+    async fn run(&self) {
+        // Best effort: the outcome (or an error) changes nothing for anybody.
+        let _ = self.store.call(self.op(), &self.params()).await;
     }
 
     fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
@@ -170,9 +177,19 @@ fn run_alone(
         let call = async {
             let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
             let driver = tokio::spawn(connection);
-            let result = match job {
-                Job::Release { token } => client.execute(sql, &[&name, token]).await,
-                Job::Withdraw { id, mark } => client.execute(sql, &[&name, id, mark]).await,
+            let result = loop {
+                let result = match job {
+                    Job::Release { token } => client.execute(sql, &[&name, token]).await,
+                    Job::Withdraw { id, mark } => client.execute(sql, &[&name, id, mark]).await,
+                };
+                // A row locked beyond the lock wait: tried again (as the pool does), within the
+                // io_timeout that bounds this whole call.
+                match &result {
+                    Err(e) if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) => {
+                        tokio::time::sleep(LOCKED_RETRY).await;
+                    }
+                    _ => break result,
+                }
             };
             drop(client);
             let _ = driver.await;

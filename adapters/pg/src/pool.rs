@@ -65,6 +65,17 @@ impl Op {
         !matches!(self, Op::Release | Op::ForceRelease)
     }
 
+    /// Whether a call that failed with SQLSTATE 55P03 (a row or lock held beyond the lock
+    /// wait: its transaction rolled back, nothing of it happened) is tried again, within
+    /// the same `io_timeout`. Not for `try_lock` (busy is its answer), `acquire` (its wait
+    /// loop pauses and steps again) and `force_release` (which refuses a fenced name with
+    /// 55P03 on purpose). For the others a row is held that long only by a transaction
+    /// stalled on a loaded machine, and giving up would leave a release, a renewal or a
+    /// withdrawal undone.
+    fn retries_locked(self) -> bool {
+        !matches!(self, Op::TryLock | Op::Acquire | Op::ForceRelease)
+    }
+
     /// Every operation, in discriminant order.
     fn all() -> impl Iterator<Item = Op> {
         [
@@ -99,8 +110,8 @@ impl From<Fail> for LockError {
     fn from(fail: Fail) -> LockError {
         match fail {
             Fail::Locked => unavailable(
-                "the lease row is locked by a transaction that called fence() (or another \
-                 long transaction); retry once it has ended",
+                "the lease row is locked by a transaction that called fence() (or held by \
+                 another transaction for longer than the lock wait); retry once it has ended",
             ),
             Fail::Down(err) => err,
         }
@@ -169,6 +180,9 @@ impl Conn {
         })
     }
 }
+
+/// The pause before a call that found a row locked beyond the lock wait is tried again.
+pub(crate) const LOCKED_RETRY: Duration = Duration::from_millis(10);
 
 /// How many calls the first open connection carries at once before others are used. Calls
 /// on one connection run on the server in the order they were sent, so a call made after
@@ -354,15 +368,29 @@ impl Pool {
         Ok(conn)
     }
 
-    /// Runs `op` with `params` and returns its rows, within the `io_timeout`.
+    /// Runs `op` with `params` and returns its rows, within the `io_timeout` (a call that
+    /// found a row locked is tried again meanwhile, if [`Op::retries_locked`]).
     pub(crate) async fn call(
         &self,
         op: Op,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, Fail> {
         let io = self.io_timeout;
-        match tokio::time::timeout(io, self.call_untimed(op, params)).await {
+        let mut locked = false;
+        let attempts = async {
+            loop {
+                match self.call_untimed(op, params).await {
+                    Err(Fail::Locked) if op.retries_locked() => {
+                        locked = true;
+                        tokio::time::sleep(LOCKED_RETRY).await;
+                    }
+                    result => return result,
+                }
+            }
+        };
+        match tokio::time::timeout(io, attempts).await {
             Ok(result) => result,
+            Err(_) if locked => Err(Fail::Locked),
             Err(_) => Err(Fail::Down(unavailable(format!(
                 "postgres did not answer within the io_timeout of {io:?}"
             )))),

@@ -214,13 +214,19 @@ fn a_restart_with_waiters_queued_gives_unavailable_then_everything_works_again()
         let locks = PgLocks::connect_with(&cluster.url(), config).await.unwrap();
         let mut held = locks.try_lock("r", "a", TTL).await.unwrap().unwrap();
         let before = held.token();
-        let waiters: Vec<_> = (0..2)
-            .map(|i| {
-                let locks = locks.clone();
-                tokio::spawn(async move { locks.acquire("r", &format!("w{i}"), TTL).await })
-            })
-            .collect();
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Queued one after the other, so that w0 is first (spawned together, either may
+        // reach the server first, and the one served first would hold its lease in its
+        // join handle while this test waits for the other).
+        let mut waiters = Vec::new();
+        for i in 0..2 {
+            let l = locks.clone();
+            waiters.push(tokio::spawn(async move {
+                l.acquire("r", &format!("w{i}"), TTL).await
+            }));
+            while locks.snapshot().await.unwrap().waiting.len() < i + 1 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
         cluster.stop();
         for _ in 0..3 {
             let start = Instant::now();
