@@ -44,8 +44,9 @@
 //!   never a panic and never a lock believed held that is not. The same store works again
 //!   once the server is back.
 //! - **Schemas** on one database never meet. Names (of any length the configuration allows:
-//!   the name's row is found by a hash index) and owners are bound parameters, never spliced
-//!   into SQL; only the schema is an identifier, checked and quoted.
+//!   one longer than 2000 bytes, beyond what a btree key holds, is keyed by its SHA-256) and
+//!   owners are bound parameters, never spliced into SQL; only the schema is an identifier,
+//!   checked and quoted.
 //! - **Memory follows the live state**: every store sweeps the schema every 30 s; a name
 //!   unused for a minute (free, or lapsed with crashed waiters, or handed to a waiter that
 //!   died before picking it up) loses its rows.

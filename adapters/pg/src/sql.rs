@@ -13,8 +13,8 @@
 use tokio_postgres::Client;
 
 /// The schema version this build installs and understands. Version 2: names of any length
-/// (a hash index), the schema's clock floor, marks of withdrawn waiters, the queue under
-/// `FOR NO KEY UPDATE` (see `internal.sql`).
+/// (long ones keyed by their digest), the schema's clock floor, marks of withdrawn waiters,
+/// the queue under `FOR NO KEY UPDATE` (see `internal.sql`).
 pub(crate) const VERSION: i32 = 2;
 
 /// Which clock this build's functions read: recorded in the schema's `meta` row, so that a

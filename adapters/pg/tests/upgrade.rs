@@ -1,5 +1,5 @@
-//! Schema versions: a schema of version 1 (the pre-release builds of 0.3: a btree key on the
-//! name, no clock floor, no marks of withdrawn waiters, other functions) is upgraded to
+//! Schema versions: a schema of version 1 (the pre-release builds of 0.3: no digest keys for
+//! long names, no clock floor, no marks of withdrawn waiters, other functions) is upgraded to
 //! version 2 in place when a store connects, its leases and waiters kept.
 //!
 //! The version 1 schema is made from a version 2 one by undoing what `002_tables.sql` does,
@@ -13,8 +13,7 @@ use alkstore_pg::{PgConfig, PgLocks};
 
 const TTL: Duration = Duration::from_secs(30);
 
-/// Undoes version 2 on `schema`: version 1's key and index, none of version 2's objects or
-/// functions, a stale function of version 1 (`cancel(text, text)`), version 1 in `meta`.
+/// Undoes version 2 on `schema`: none of version 2's columns, objects or functions, a stale function of version 1 (`cancel(text, text)`), version 1 in `meta`.
 fn back_to_version_1(q: &str) -> String {
     format!(
         "DO $d$ DECLARE f regprocedure;
@@ -25,10 +24,8 @@ fn back_to_version_1(q: &str) -> String {
          END $d$;
          DROP TABLE {q}.cancelled;
          DROP SEQUENCE {q}.floor;
-         ALTER TABLE {q}.leases DROP CONSTRAINT leases_name;
-         ALTER TABLE {q}.leases ADD PRIMARY KEY (name);
-         DROP INDEX {q}.waiters_name;
-         CREATE INDEX waiters_queue ON {q}.waiters (name, arrival);
+         ALTER TABLE {q}.leases DROP COLUMN long_name;
+         ALTER TABLE {q}.waiters DROP COLUMN long_name;
          CREATE FUNCTION {q}.cancel(p_name text, p_id text) RETURNS void
            LANGUAGE sql AS 'SELECT';
          UPDATE {q}.meta SET version = 1;"

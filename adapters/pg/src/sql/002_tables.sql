@@ -1,16 +1,13 @@
--- Version 2 of an alkstore-pg schema: what changes on the tables of version 1. Run after
+-- Version 2 of an alkstore-pg schema: what it adds to the tables of version 1. Run after
 -- 001_tables.sql on a new schema, and alone on a schema of version 1 (after its functions were
 -- dropped), under the migration's advisory lock. Rows of version 1 are kept as they are.
 
 -- Names of any length the configuration allows: a btree entry holds at most about 2.7 KB, so
--- a long name (6,000 bytes of CJK, say) could not be locked. A hash index has no such limit,
--- and an exclusion constraint over it keeps one row per name (INSERT .. ON CONFLICT DO
--- NOTHING honours it). Lookups by name use it as they used the primary key.
-ALTER TABLE @s@.leases DROP CONSTRAINT leases_pkey;
-ALTER TABLE @s@.leases ALTER COLUMN name SET NOT NULL;
-ALTER TABLE @s@.leases ADD CONSTRAINT leases_name EXCLUDE USING hash (name WITH =);
-DROP INDEX @s@.waiters_queue;
-CREATE INDEX waiters_name ON @s@.waiters USING hash (name);
+-- a name longer than 2000 bytes is keyed by its digest instead (`name` holds
+-- @s@._k(name): a control character, which no lock name may hold, then SHA-256 in hex), and
+-- the name itself is kept in `long_name` (NULL for every other name) for snapshot().
+ALTER TABLE @s@.leases ADD COLUMN long_name text;
+ALTER TABLE @s@.waiters ADD COLUMN long_name text;
 
 -- The schema's clock floor: the latest lease time an operation acted on (kept by ticks at
 -- most every 10 ms, and exactly whenever an operation finds a lease lapsed without writing

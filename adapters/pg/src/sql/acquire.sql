@@ -29,17 +29,20 @@ DECLARE
   v_queued boolean;
   v_excl boolean;
   v_out bigint[];
+  v_long text;
   w @s@.waiters;
   r @s@.leases;
   cur @s@.leases;
 BEGIN
   @clock@
+  v_long := nullif(p_name, @s@._k(p_name));
+  p_name := @s@._k(p_name);
   <<body>>
   BEGIN
     -- A free name nobody waits for: granted at once (the token after the new row's lock),
     -- unless this waiter was withdrawn before its step ran (checked under that lock).
-    INSERT INTO @s@.leases (name, owner, deadline, ttl, req, seen)
-      VALUES (p_name, p_owner, v_now + p_ttl, p_ttl, p_id, v_now)
+    INSERT INTO @s@.leases (name, long_name, owner, deadline, ttl, req, seen)
+      VALUES (p_name, v_long, p_owner, v_now + p_ttl, p_ttl, p_id, v_now)
       ON CONFLICT DO NOTHING;
     IF FOUND THEN
       IF EXISTS (SELECT 1 FROM @s@.cancelled WHERE id = p_id) THEN
@@ -57,7 +60,7 @@ BEGIN
       v_out := ARRAY[1, v_token, v_now + p_ttl, v_now];
       EXIT body;
     END IF;
-    r := @s@._lock_row(p_name, false);
+    r := @s@._lock_row(p_name, false, v_long);
     -- Withdrawn: cancel() ran before this step (under this lock) and cleaned up after it.
     IF EXISTS (SELECT 1 FROM @s@.cancelled WHERE id = p_id) THEN
       v_out := ARRAY[2, 0, 0, v_now];
@@ -142,8 +145,9 @@ BEGIN
         v_out := ARRAY[2, v_wd, 0, v_now];
         EXIT body;
       END IF;
-      INSERT INTO @s@.waiters (id, name, arrival, owner, ttl, wd, hb)
-        VALUES (p_id, p_name, nextval('@arrivals@'), p_owner, p_ttl, v_wd, v_raw + p_hb);
+      INSERT INTO @s@.waiters (id, name, long_name, arrival, owner, ttl, wd, hb)
+        VALUES (p_id, p_name, v_long, nextval('@arrivals@'), p_owner, p_ttl, v_wd,
+                v_raw + p_hb);
       UPDATE @s@.leases SET waiting = true WHERE name = p_name;
     END IF;
     -- Queued. No live lease (handed on to a waiter ahead, or free with a fence holding it

@@ -11,11 +11,14 @@ LANGUAGE plpgsql AS $fn$
 DECLARE
   @clock_decl@
   v_excl boolean;
+  v_long text;
   r @s@.leases;
   cur @s@.leases;
 BEGIN
   @clock@
-  r := @s@._lock_row(p_name, false);
+  v_long := nullif(p_name, @s@._k(p_name));
+  p_name := @s@._k(p_name);
+  r := @s@._lock_row(p_name, false, v_long);
   IF p_mark THEN
     INSERT INTO @s@.cancelled (id, at) VALUES (p_id, v_raw) ON CONFLICT DO NOTHING;
   END IF;

@@ -12,7 +12,7 @@
 -- fenced transaction to end, up to the lock wait (then SQLSTATE 55P03: busy).
 WITH c AS (SELECT t.n0, t.f, greatest(t.n0, t.f) AS n
              FROM (SELECT @now_expr@ AS n0, (SELECT last_value FROM @floor@) AS f) t),
-k AS (SELECT name FROM @s@.leases WHERE name = $1 FOR UPDATE),
+k AS (SELECT name FROM @s@.leases WHERE name = @s@._k($1) FOR UPDATE),
 up AS (
   UPDATE @s@.leases l
      SET owner = $2, token = nextval('@tokens@'), deadline = greatest(l.seen, c.n) + $3,
@@ -24,14 +24,18 @@ up AS (
 SELECT coalesce((SELECT reply FROM up), @s@.try_lock($1, $2, $3, $4)),
        (SELECT @s@._tick(c.n0) FROM c WHERE c.n0 > c.f + 10000)
 -- @release_fast@: this token's lease, nobody waiting: the row stays, free. (FOR NO KEY
--- UPDATE: also while a fenced transaction is open, which keeps the name until it ends.)
+-- UPDATE: also while a fenced transaction is open, which keeps the name until it ends.) It
+-- grants nothing, so its commit does not wait for the WAL flush (synchronous_commit off for
+-- this transaction only): a crash may lose it, and the lease then lapses at its deadline;
+-- any later grant's commit flushes it anyway. Grants and renewals are always flushed.
 WITH c AS (SELECT t.n0, t.f, greatest(t.n0, t.f) AS n
              FROM (SELECT @now_expr@ AS n0, (SELECT last_value FROM @floor@) AS f) t),
 up AS (
   UPDATE @s@.leases l
      SET owner = NULL, seen = greatest(l.seen, c.n)
     FROM c
-   WHERE l.name = $1 AND l.token = $2 AND l.owner IS NOT NULL AND NOT l.waiting
+   WHERE l.name = @s@._k($1) AND l.token = $2 AND l.owner IS NOT NULL AND NOT l.waiting
   RETURNING (CASE WHEN l.seen < l.deadline THEN 1 ELSE 0 END)::bigint AS live)
 SELECT coalesce((SELECT live FROM up), @s@.release($1, $2)),
-       (SELECT @s@._tick(c.n0) FROM c WHERE c.n0 > c.f + 10000)
+       (SELECT @s@._tick(c.n0) FROM c WHERE c.n0 > c.f + 10000),
+       (SELECT set_config('synchronous_commit', 'off', true) FROM up)

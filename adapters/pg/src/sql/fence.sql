@@ -20,7 +20,7 @@ DECLARE
 BEGIN
   @clock@
   SELECT deadline, seen INTO v_dl, v_seen FROM @s@.leases
-   WHERE name = p_name AND token = p_token AND owner IS NOT NULL
+   WHERE name = @s@._k(p_name) AND token = p_token AND owner IS NOT NULL
    FOR KEY SHARE;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'alkstore fence: lock % is not held with fencing token %',

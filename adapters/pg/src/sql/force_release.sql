@@ -13,6 +13,7 @@ DECLARE
   cur @s@.leases;
 BEGIN
   @clock@
+  p_name := @s@._k(p_name);
   <<body>>
   BEGIN
     SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR NO KEY UPDATE;

@@ -12,6 +12,7 @@ DECLARE
   cur @s@.leases;
 BEGIN
   @clock@
+  p_name := @s@._k(p_name);
   SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR UPDATE SKIP LOCKED;
   IF FOUND THEN
     v_now := greatest(v_now, r.seen);

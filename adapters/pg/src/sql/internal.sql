@@ -17,6 +17,16 @@
 -- Every operation ends with a tick (sql.rs, TICK): the floor follows lease time (_tick), exactly when the
 -- operation found a lease lapsed without writing its row (_raise).
 
+-- The key of lock name p_name in the tables: the name itself, or, for a name longer than 2000
+-- bytes (a btree entry holds at most about 2.7 KB), a control character (which no lock name
+-- holds) and the SHA-256 of the name in hex. Every function maps its name through it first;
+-- a plain SQL function, inlined into the statements, so the primary key's index is used.
+CREATE FUNCTION @s@._k(p_name text) RETURNS text
+STABLE PARALLEL SAFE LANGUAGE sql AS $fn$
+  SELECT CASE WHEN octet_length(p_name) <= 2000 THEN p_name
+              ELSE E'\x01sha256:' || encode(sha256(convert_to(p_name, 'UTF8')), 'hex') END
+$fn$;
+
 -- Raises the schema's floor to p (a lease seen lapsed stays lapsed): waits for the floor's
 -- advisory lock, which its holders keep only until their transaction ends, and take only as
 -- their last step (so no cycle of waits can form).
@@ -43,10 +53,11 @@ BEGIN
 END
 $fn$;
 
--- Locks the lease row of p_name, creating a free one (owner NULL) if there is none:
--- FOR UPDATE when p_excl (waits for a fence, up to the connection's lock_timeout, then
--- SQLSTATE 55P03), else FOR NO KEY UPDATE (a fence does not block it).
-CREATE FUNCTION @s@._lock_row(p_name text, p_excl boolean) RETURNS @s@.leases
+-- Locks the lease row of key p_name, creating a free one (owner NULL; p_long: the name when
+-- it is long, see _k) if there is none: FOR UPDATE when p_excl (waits for a fence, up to the
+-- connection's lock_timeout, then SQLSTATE 55P03), else FOR NO KEY UPDATE (a fence does not
+-- block it).
+CREATE FUNCTION @s@._lock_row(p_name text, p_excl boolean, p_long text) RETURNS @s@.leases
 LANGUAGE plpgsql AS $fn$
 DECLARE
   r @s@.leases;
@@ -60,7 +71,7 @@ BEGIN
     IF FOUND THEN
       RETURN r;
     END IF;
-    INSERT INTO @s@.leases (name, owner) VALUES (p_name, NULL)
+    INSERT INTO @s@.leases (name, long_name, owner) VALUES (p_name, p_long, NULL)
       ON CONFLICT DO NOTHING RETURNING * INTO r;
     IF FOUND THEN
       -- The insert may have waited for a transaction deleting the name's last row: the

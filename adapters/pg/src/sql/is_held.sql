@@ -9,6 +9,7 @@ DECLARE
   v_out bigint[];
 BEGIN
   @clock@
+  p_name := @s@._k(p_name);
   v_out := ARRAY[0, 0, v_now];
   SELECT deadline, seen INTO v_dl, v_seen FROM @s@.leases
    WHERE name = p_name AND token = p_token AND owner IS NOT NULL;

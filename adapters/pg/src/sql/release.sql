@@ -4,6 +4,7 @@
 -- the lease still ends here (renew, is_held and fence refuse it from now on) but nobody is
 -- granted the name until that transaction has ended: the first waiter is handed it then, by
 -- whoever settles the name first (its own next step, at the latest one heartbeat later).
+-- A release that hands the name to nobody does not wait for its WAL flush (see fast.sql).
 CREATE FUNCTION @s@.release(p_name text, p_token bigint) RETURNS bigint
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -14,6 +15,7 @@ DECLARE
   cur @s@.leases;
 BEGIN
   @clock@
+  p_name := @s@._k(p_name);
   <<body>>
   BEGIN
     SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR NO KEY UPDATE;
@@ -28,12 +30,14 @@ BEGIN
       END IF;
       IF NOT v_excl THEN
         UPDATE @s@.leases SET owner = NULL, seen = greatest(seen, v_now) WHERE name = p_name;
+        PERFORM set_config('synchronous_commit', 'off', true);
         EXIT body;
       END IF;
       -- The common case, inline: nobody waits (waiters queue only under this row's lock, and
       -- this statement sees every one committed before the lock was taken), so the row goes.
       IF NOT EXISTS (SELECT 1 FROM @s@.waiters WHERE name = p_name) THEN
         DELETE FROM @s@.leases WHERE name = p_name;
+        PERFORM set_config('synchronous_commit', 'off', true);
         EXIT body;
       END IF;
       cur := @s@._hand_off(p_name, v_now, v_raw);

@@ -13,6 +13,7 @@ DECLARE
   v_out bigint[];
 BEGIN
   @clock@
+  p_name := @s@._k(p_name);
   UPDATE @s@.leases
      SET deadline = greatest(v_now, seen) + p_ttl, ttl = p_ttl, seen = greatest(v_now, seen)
    WHERE name = p_name AND token = p_token AND owner IS NOT NULL AND claimed

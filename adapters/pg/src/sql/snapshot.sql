@@ -9,12 +9,12 @@ DECLARE
 BEGIN
   @clock@
   RETURN QUERY
-    SELECT 0, l.name, l.owner, l.token, l.deadline FROM @s@.leases l
+    SELECT 0, coalesce(l.long_name, l.name), l.owner, l.token, l.deadline FROM @s@.leases l
      WHERE l.owner IS NOT NULL AND greatest(v_now, l.seen) < l.deadline
        AND (l.claimed OR EXISTS (SELECT 1 FROM @s@.waiters h
                                   WHERE h.id = l.req AND h.hb > v_raw))
     UNION ALL
-    SELECT 1, w.name, w.owner, 0::bigint, w.arrival FROM @s@.waiters w
+    SELECT 1, coalesce(w.long_name, w.name), w.owner, 0::bigint, w.arrival FROM @s@.waiters w
      WHERE w.granted IS NULL AND w.hb > v_raw AND (w.wd = 0 OR v_now < w.wd)
     ORDER BY 1, 2, 5;
   v_lapse := EXISTS (SELECT 1 FROM @s@.leases l

@@ -12,14 +12,17 @@ DECLARE
   @clock_decl@
   v_token bigint;
   v_out bigint[];
+  v_long text;
   r @s@.leases;
   cur @s@.leases;
 BEGIN
   @clock@
+  v_long := nullif(p_name, @s@._k(p_name));
+  p_name := @s@._k(p_name);
   <<body>>
   BEGIN
-    INSERT INTO @s@.leases (name, owner, deadline, ttl, req, seen)
-      VALUES (p_name, p_owner, v_now + p_ttl, p_ttl, p_req, v_now)
+    INSERT INTO @s@.leases (name, long_name, owner, deadline, ttl, req, seen)
+      VALUES (p_name, v_long, p_owner, v_now + p_ttl, p_ttl, p_req, v_now)
       ON CONFLICT DO NOTHING;
     IF FOUND THEN
       -- The insert may have waited for a transaction deleting the name's last row: lease
@@ -31,7 +34,7 @@ BEGIN
       v_out := ARRAY[1, v_token, v_now + p_ttl, v_now];
       EXIT body;
     END IF;
-    r := @s@._lock_row(p_name, true);
+    r := @s@._lock_row(p_name, true, v_long);
     v_now := greatest(v_now, r.seen);
     cur := @s@._settle(p_name, r, v_now, v_raw);
     IF cur.name IS NOT NULL THEN

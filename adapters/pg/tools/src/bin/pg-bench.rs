@@ -12,6 +12,12 @@
 //!   engine's pool shares and pipelines its connections); the hand-rolled row with 16 tasks
 //!   on 4 connections checked out one call at a time.
 //!
+//! Durability is the same on every side: the engine's sessions run with
+//! `synchronous_commit = on` (a grant is answered once it is flushed, so tokens never repeat
+//! after a crash), so the baselines' connections do too (PostgreSQL's default; the throwaway
+//! cluster of `make bench-pg` is started with `off` for the tests' speed). `BENCH_PG_ASYNC=1`
+//! leaves the baselines on the cluster's setting instead, to see the cost of that.
+//!
 //! Needs `ALKSTORE_PG_URL` (set by `make bench-pg`, which starts a throwaway cluster). Built
 //! in this separate package so that alkstore-pg is the plain build (no `test-clock`); it
 //! checks that too.
@@ -35,6 +41,12 @@ async fn client(url: &str) -> Client {
         .await
         .unwrap();
     tokio::spawn(connection);
+    if std::env::var_os("BENCH_PG_ASYNC").is_none() {
+        client
+            .batch_execute("SET synchronous_commit = on")
+            .await
+            .unwrap();
+    }
     client
 }
 
@@ -83,6 +95,18 @@ impl Row {
             1
         );
     }
+}
+
+/// How many times the server wrote WAL out so far (`pg_stat_wal`, PostgreSQL 14 and later;
+/// 0 before): a commit that waits for its flush writes once, an asynchronous one leaves the
+/// write to the WAL writer, which batches many.
+async fn wal_writes(admin: &Client) -> i64 {
+    admin
+        .query_opt("SELECT wal_write FROM pg_stat_wal", &[])
+        .await
+        .ok()
+        .flatten()
+        .map_or(0, |row| row.get(0))
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {
@@ -142,18 +166,24 @@ async fn main() {
     }
 
     let (mut ours, mut rows, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ours_wal, mut rows_wal) = (0, 0);
     for _ in 0..ROUNDS {
+        let before = wal_writes(&admin).await;
         let start = Instant::now();
         for _ in 0..PER_ROUND {
             let lock = one.try_lock("rt", "me", TTL).await.unwrap().unwrap();
             assert!(lock.release().await.unwrap());
         }
         ours.push(per_cycle_us(start, PER_ROUND));
+        let between = wal_writes(&admin).await;
         let start = Instant::now();
         for _ in 0..PER_ROUND {
             row.cycle("rt", "me").await;
         }
         rows.push(per_cycle_us(start, PER_ROUND));
+        let after = wal_writes(&admin).await;
+        ours_wal += between - before;
+        rows_wal += after - between;
         let start = Instant::now();
         for _ in 0..PER_ROUND {
             let got: bool = advisory.query_one(&try_adv, &[&key]).await.unwrap().get(0);
@@ -220,8 +250,13 @@ async fn main() {
         .await
         .unwrap();
 
+    let durability = if std::env::var_os("BENCH_PG_ASYNC").is_none() {
+        "synchronous_commit = on everywhere"
+    } else {
+        "baselines on the cluster's synchronous_commit, the engine on"
+    };
     println!(
-        "## alkstore-pg bench (one throwaway cluster on localhost, {ROUNDS} alternating rounds of {PER_ROUND}, medians)"
+        "## alkstore-pg bench (one throwaway cluster on localhost, {ROUNDS} alternating rounds of {PER_ROUND}, medians; {durability})"
     );
     println!();
     println!("| what | alkstore-pg | baseline | ours / baseline |");
@@ -232,6 +267,12 @@ async fn main() {
     println!(
         "| try_lock + release vs pg_try_advisory_lock + pg_advisory_unlock (the floor: no ttl, no token) | {ours_us:.1} µs | {floor_us:.1} µs | {:.3}x |",
         ours_us / floor_us
+    );
+    let cycles = f64::from(PER_ROUND) * ROUNDS as f64;
+    println!(
+        "| WAL writes per try_lock + release (pg_stat_wal; each flushed commit writes once) | {:.2} | {:.2} | |",
+        ours_wal as f64 / cycles,
+        rows_wal as f64 / cycles
     );
     println!(
         "| throughput, {TASKS} tasks on a pool of {POOL} (cycles/s; baseline: the lease row, 4 connections checked out per call) | {ours_tp:.0} /s | {row_tp:.0} /s | {:.3}x the time |",
