@@ -15,10 +15,14 @@
 //! inherently (no trait import needed) and through [`alkstore_mem::LockStore`].
 //!
 //! The engine's sessions run with `synchronous_commit = on` (whatever the server's default):
-//! a grant is answered only once its commit is flushed, so a crash or restart never hands out
-//! again a token a holder was told. (On a failover to an asynchronous replica the last
-//! commits can be lost whatever the session asks: tokens are unique only on a timeline that
-//! keeps its commits.)
+//! a grant or a renewal is answered only once its commit is flushed, so a crash or restart
+//! never hands out again a token a holder was told, nor shortens a lease its holder renewed.
+//! (On a failover to an asynchronous replica the last commits can be lost whatever the
+//! session asks: tokens are unique only on a timeline that keeps its commits.) A release that
+//! hands the name to nobody is the one exception: it does not wait for its flush (one flush
+//! per lock and release, not two); a crash may lose it, and the lease then lapses at its
+//! deadline (the name stays busy until then, never granted twice), and any later grant's
+//! commit flushes it anyway.
 //!
 //! # What it promises
 //! - **Exclusion**: at most one live lease per name in a schema; busy is `Ok(None)`.

@@ -222,6 +222,10 @@ impl PgLock {
     /// is granted the name until that transaction has committed or rolled back; the first
     /// waiter is handed it then (see the [crate docs](crate#fencing-in-your-own-transaction)).
     ///
+    /// A release that hands the name to nobody does not wait for its WAL flush (see the
+    /// [crate docs](crate#the-model)): if the server crashes right after, the lease may come
+    /// back with it and lapse at its deadline.
+    ///
     /// # Errors
     /// [`LockError::Unavailable`] when the server does not answer within the `io_timeout`
     /// (the lease then lapses at its deadline).
