@@ -151,7 +151,7 @@ impl PgLocks {
             schema,
             wake,
         });
-        spawn_sweeper(Arc::downgrade(&inner));
+        crate::sweep::spawn_sweeper(Arc::downgrade(&inner));
         Ok(PgLocks { inner })
     }
 
@@ -424,32 +424,10 @@ impl PgLocks {
     }
 }
 
-/// How often a store sweeps the schema (`sweep.sql`: names unused for a minute are settled,
-/// their dead waiters and free rows deleted, old marks of withdrawn waiters too).
-const SWEEP_EVERY: Duration = Duration::from_secs(30);
-
-/// How many names one sweep call settles at most (its row locks are held until it commits, so
-/// a call stays short; a full batch is followed by another at once).
-const SWEEP_BATCH: i32 = 500;
-
-/// Runs the sweep every [`SWEEP_EVERY`] while the store lives (best effort: a failed sweep
-/// waits for the next turn).
-fn spawn_sweeper(inner: std::sync::Weak<Inner>) {
-    tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(SWEEP_EVERY).await;
-            loop {
-                let Some(inner) = inner.upgrade() else { return };
-                let Ok(rows) = inner.pool.call(Op::Sweep, &[&SWEEP_BATCH]).await else {
-                    break;
-                };
-                let swept: i64 = rows.first().and_then(|r| r.try_get(0).ok()).unwrap_or(0);
-                if swept < i64::from(SWEEP_BATCH) {
-                    break;
-                }
-            }
-        }
-    });
+impl AsRef<Pool> for Inner {
+    fn as_ref(&self) -> &Pool {
+        &self.pool
+    }
 }
 
 impl fmt::Debug for PgLocks {
