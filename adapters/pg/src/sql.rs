@@ -124,7 +124,9 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
     // transaction counts as busy after it); the migration lock is waited for as long as the
     // connect may take (`connect_with` bounds the whole by the io_timeout), since another
     // process may be installing the schema meanwhile.
-    tx.batch_execute("SET LOCAL lock_timeout = 0").await.map_err(db)?;
+    tx.batch_execute("SET LOCAL lock_timeout = 0")
+        .await
+        .map_err(db)?;
     tx.execute(
         "SELECT pg_advisory_xact_lock($1, hashtext($2))",
         &[&MIGRATION_LOCK, &schema.name],
