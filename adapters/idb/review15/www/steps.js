@@ -334,3 +334,41 @@ export async function acquireDroppedAtOnce(a) {
   p.done.catch(() => {});
   return { wasRunning: was };
 }
+
+// Chrome's timer throttling of hidden tabs, simulated: every setTimeout of this context fires
+// at the next multiple of `alignMs` of wall time (at least its delay later).
+const realSetTimeout = globalThis.setTimeout.bind(globalThis);
+export async function throttleTimers({ alignMs }) {
+  globalThis.setTimeout = (fn, delay = 0, ...rest) => {
+    const due = wall() + Math.max(0, Number(delay) || 0);
+    const aligned = Math.ceil(due / alignMs) * alignMs;
+    return realSetTimeout(fn, aligned - wall(), ...rest);
+  };
+  return { ok: true };
+}
+export async function unthrottleTimers() { globalThis.setTimeout = realSetTimeout; return { ok: true }; }
+
+// Sends a transaction (a try_lock), then blocks this thread for `ms` before it can run its
+// success handler: the transaction stays open meanwhile.
+export async function sendThenBusy(a) {
+  const l = await locks(a);
+  const p = l.tryLock(a.name, a.owner, a.ttl);
+  const t0 = wall();
+  while (wall() < t0 + a.ms) { /* stuck right after sending */ }
+  const t1 = wall();
+  try { const lock = await p; if (lock && a.key) held.set(a.key, lock); return { got: lock !== null, t0, t1, t2: wall() }; } catch (e) { return { error: errText(e), t0, t1, t2: wall() }; }
+}
+// Writes `mb` MB into a scratch database (to test the quota).
+export async function rawFill({ db, mb }) {
+  globalThis.__onUpgrade = (d) => { if (!d.objectStoreNames.contains('x')) d.createObjectStore('x'); };
+  const d = await rawOpen(db, 1);
+  globalThis.__onUpgrade = null;
+  try {
+    return await new Promise((resolve) => {
+      const tx = d.transaction('x', 'readwrite');
+      tx.objectStore('x').put(new Uint8Array(mb << 20).map((_, i) => i & 255), `k${Math.random()}`);
+      tx.oncomplete = () => resolve({ ok: true });
+      tx.onabort = () => resolve({ error: String(tx.error) });
+    });
+  } finally { d.close(); }
+}
