@@ -120,3 +120,34 @@ export async function watchdogClockStep(env) {
   check('... still at the io_timeout when the clock steps back meanwhile', stepped.t1 - stepped.t0 < 1500,
     `answered after ${stepped.t1 - stepped.t0} ms (${stepped.error ? stepped.error.slice(0, 40) : stepped.got ? 'granted' : 'busy'}): the watchdog re-armed for the 1 h step`);
 }
+
+// A real system clock step back (NTP), simulated in every context at once: it comes while a
+// holder's thread is busy and its lease has just been taken over by another context. When
+// the holder runs again, do its keep_alive and lapsed() report the loss?
+export async function globalStepBack(env) {
+  const { db, check, sleep } = env;
+  const p1 = await env.page();
+  const p2 = await env.page();
+  const a = env.inPage(p1, 'page-a');
+  const b = env.inPage(p2, 'page-b');
+  const h = await env.inWorker(p1, 'holder');
+  const g = await h.run('tryLock', { db, name: 'job', owner: 'h', ttl: 2000, key: 'k' });
+  await h.run('keepAliveStart', { key: 'k', every: 0 });
+  await h.run('lapsedStart', { key: 'k' });
+  await b.run('acquireStart', { db, name: 'job', owner: 'b', ttl: 30000, key: 'b' });
+  // The holder's thread is busy for 3 s (no renewal); the clock steps back 20 s at +2.5 s.
+  await h.run('busyThenShift', { ms: 3000, shiftMs: -20000 });
+  const got = await b.run('acquireFinish', { key: 'b' });
+  const lateBy = got.tGot - g.t1;
+  await sleep(Math.max(0, 2500 - (Date.now() - g.t1)));
+  await a.run('shiftDateNow', { ms: -20000 });
+  await b.run('shiftDateNow', { ms: -20000 });
+  await sleep(Math.max(0, 3300 - (Date.now() - g.t1)));
+  const ka = await h.run('watchResult', { key: 'k', kind: 'ka', ms: 2000 });
+  const la = await h.run('watchResult', { key: 'k', kind: 'lapsed', ms: 10 });
+  const held = await h.run('isHeld', { key: 'k' });
+  console.log(`   b took over ${lateBy} ms after h's grant (token ${got.token} > ${g.token}); clock stepped back 20 s everywhere while h was busy; 2 s after h resumed: keep_alive ${ka.outcome}, lapsed() ${la.outcome}, isHeld ${JSON.stringify(held.held)}`);
+  check('after a 20 s step back, a holder whose lease was taken over is told by keep_alive', ka.outcome !== 'pending', 'keep_alive pending: it neither renews nor reports until the clock catches up (~20 s)');
+  check('... and by lapsed()', la.outcome !== 'pending', 'lapsed() pending although isHeld() answers false');
+  for (const c of [a, b, h]) await c.run('restoreDateNow');
+}

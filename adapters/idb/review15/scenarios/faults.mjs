@@ -248,3 +248,39 @@ export async function rowGrowth(env) {
   const rows2 = await leader.run('rawGet', { db, store: 'locks' });
   check('rows of lapsed, unused names are cleaned by snapshot()', rows2.filter((r) => r.name.startsWith('gone/')).length === 0);
 }
+
+// Memory under churn: wasm memory and the JS heap of a context after many cycles.
+export async function memoryChurn(env) {
+  const { db, check } = env;
+  const page = await env.page();
+  const p = env.inPage(page, 'page');
+  const cdp = await env.browser.context.newCDPSession(page);
+  await p.run('churn', { db, me: 'p', rounds: 300 });
+  await cdp.send('HeapProfiler.collectGarbage');
+  const m0 = await p.run('memory');
+  await p.run('churn', { db, me: 'p', rounds: 3000 });
+  await cdp.send('HeapProfiler.collectGarbage');
+  const m1 = await p.run('memory');
+  const rows = await p.run('rawGet', { db, store: 'locks' });
+  console.log(`   3000 rounds (try_lock, a dropped queued acquire, keep_alive and lapsed started and stopped, release): wasm ${m0.wasmBytes} -> ${m1.wasmBytes} bytes, JS heap ${m0.jsHeap} -> ${m1.jsHeap}; rows left ${rows.length}`);
+  check('no growth of wasm memory under churn', m1.wasmBytes <= m0.wasmBytes + 65536 * 2, `${m1.wasmBytes - m0.wasmBytes} bytes more`);
+  check('the JS heap stays within 2 MB under churn', m1.jsHeap - m0.jsHeap < 2e6, `${m1.jsHeap - m0.jsHeap} bytes more`);
+  check('no rows left behind by the churn', rows.length === 0, `${rows.length} rows`);
+}
+
+// A bounded wait while another context stalls the origin: the answer comes by wait + io_timeout.
+export async function boundedWaitUnderStall(env) {
+  const { db, check, sleep } = env;
+  const page = await env.page();
+  const h = env.inPage(page, 'hostile');
+  const w = await env.inWorker(page, 'w');
+  const o = env.inPage(await env.page(), 'holder');
+  await o.run('tryLock', { db, name: 'job', owner: 'o', ttl: 30000, key: 'k' });
+  await w.run('acquireStart', { db, io: 1000, name: 'job', owner: 'w', ttl: 5000, wait: 800, key: 'a' });
+  await sleep(300);
+  await h.run('rawStallStart', { db, ms: 4000 });
+  const r = await w.run('acquireFinish', { key: 'a' });
+  await h.run('rawStallFinish');
+  console.log(`   acquire(wait 800 ms, io_timeout 1 s), the origin stalled from +300 ms for 4 s: ${r.error ? r.error.slice(0, 70) : r.none ? 'None' : 'granted'} after ${r.tGot - r.tSent} ms`);
+  check('a bounded wait answers by wait + io_timeout (1.8 s) even when the origin stalls', r.tGot - r.tSent <= 1900, `${r.tGot - r.tSent} ms`);
+}

@@ -3,7 +3,7 @@
 import init from './pkg/alkstore_idb_review15.js';
 import * as steps from './steps.js';
 
-await init();
+globalThis.__wasm = await init();
 window.run = (fn, args) => steps[fn](args);
 const workers = new Map();
 let nextCall = 0;

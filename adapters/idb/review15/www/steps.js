@@ -372,3 +372,40 @@ export async function rawFill({ db, mb }) {
     });
   } finally { d.close(); }
 }
+
+// Blocks this thread for `ms` (a long computation), then this context's clock steps by
+// `shiftMs` (a system clock step that happened meanwhile). Returns at once; the busy loop
+// runs in the next task.
+export async function busyThenShift({ ms, shiftMs }) {
+  setTimeout(() => {
+    const until = wall() + ms;
+    while (wall() < until) { /* stuck */ }
+    Date.now = () => realNow() + shiftMs;
+  }, 0);
+  return { at: wall() };
+}
+
+export async function memory() {
+  return { wasmBytes: globalThis.__wasm.memory.buffer.byteLength, jsHeap: globalThis.performance && performance.memory ? performance.memory.usedJSHeapSize : null };
+}
+// `rounds` rounds of churn on fresh names: try_lock + release, acquire dropped while queued,
+// keep_alive and lapsed started and stopped, a snapshot.
+export async function churn(a) {
+  const l = await locks(a);
+  for (let r = 0; r < a.rounds; r++) {
+    const name = `churn/${a.me}/${r % 50}`;
+    const lock = await l.tryLock(name, a.me, 5000);
+    const p = l.acquire(name, `${a.me}-w`, 5000, undefined);
+    await sleep(0);
+    p.cancel();
+    p.done.catch(() => {});
+    const ka = lock.keepAlive(0);
+    const la = lock.lapsed();
+    await sleep(0);
+    ka.stop(); la.stop();
+    await ka.done; await la.done;
+    await lock.release();
+    if (r % 100 === 0) await l.snapshot();
+  }
+  return { ok: true };
+}

@@ -2,7 +2,7 @@
 import init from './pkg/alkstore_idb_review15.js';
 import * as steps from './steps.js';
 
-await init();
+globalThis.__wasm = await init();
 self.onmessage = async ({ data }) => {
   try {
     postMessage({ id: data.id, value: await steps[data.fn](data.args) });
