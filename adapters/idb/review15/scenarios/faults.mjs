@@ -284,3 +284,24 @@ export async function boundedWaitUnderStall(env) {
   console.log(`   acquire(wait 800 ms, io_timeout 1 s), the origin stalled from +300 ms for 4 s: ${r.error ? r.error.slice(0, 70) : r.none ? 'None' : 'granted'} after ${r.tGot - r.tSent} ms`);
   check('a bounded wait answers by wait + io_timeout (1.8 s) even when the origin stalls', r.tGot - r.tSent <= 1900, `${r.tGot - r.tSent} ms`);
 }
+
+// The connection closed under the store (another connection's upgrade, aborted: the data
+// stays): a handle dropped then, or a release whose future is dropped, still releases?
+export async function dropWhileClosed(env) {
+  const { db, check, sleep } = env;
+  const page = await env.page();
+  const h = env.inPage(page, 'hostile');
+  const a = await env.inWorker(page, 'a');
+  const b = env.inPage(await env.page(), 'b');
+  await a.run('tryLock', { db, name: 'job', owner: 'a', ttl: 60000, key: 'k' });
+  const up = await h.run('rawAbortedUpgrade', { db, version: 2 });
+  await sleep(100);
+  await a.run('dropHandle', { key: 'k' });
+  await sleep(500);
+  const hold = await b.run('holder', { db, name: 'job' });
+  console.log(`   upgrade elsewhere, aborted (${JSON.stringify(up)}); then a's handle dropped: holder 0.5 s later ${JSON.stringify(hold.holder)}`);
+  check('an IdbLock dropped while the connection was closed under the store releases (the docs: "the release transaction is sent at once")',
+    hold.holder === null, `"job" stays held by ${hold.holder && hold.holder.owner} until its 60 s deadline: the release was never sent`);
+  const g = await a.run('tryLock', { db, name: 'job', owner: 'a', ttl: 60000, key: 'k2' });
+  check('the store works again after the close (opened again by the next operation)', g === null || (g && !g.error), JSON.stringify(g).slice(0, 120));
+}

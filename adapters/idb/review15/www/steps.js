@@ -409,3 +409,14 @@ export async function churn(a) {
   }
   return { ok: true };
 }
+
+// Another connection asks for version `version` and aborts its own upgrade: every open
+// connection got `versionchange` (alkstore-idb closes its own), the database stays as it was.
+export async function rawAbortedUpgrade({ db, version }) {
+  return await new Promise((resolve) => {
+    const req = indexedDB.open(db, version);
+    req.onupgradeneeded = () => req.transaction.abort();
+    req.onsuccess = () => { req.result.close(); resolve({ upgraded: true }); };
+    req.onerror = () => resolve({ aborted: String(req.error) });
+  });
+}
