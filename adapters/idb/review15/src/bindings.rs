@@ -15,6 +15,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::{JsFuture, future_to_promise};
 
 type Local<T> = Pin<Box<dyn Future<Output = T>>>;
+/// A driven future's slot: `None` once finished or cancelled.
+type Slot = Rc<RefCell<Option<Local<Result<JsValue, JsValue>>>>>;
 
 fn err(e: LockError) -> JsValue {
     let obj = Object::new();
@@ -116,7 +118,13 @@ impl Locks {
     /// `acquire` (bounded by `wait_ms` when given), driven in the background: a `Pending`
     /// whose `done` gives a `Lock` or `null`, and whose `cancel()` drops the future wherever
     /// it is. Polled once before this returns (its first step is sent).
-    pub fn acquire(&self, name: String, owner: String, ttl_ms: f64, wait_ms: Option<f64>) -> Pending {
+    pub fn acquire(
+        &self,
+        name: String,
+        owner: String,
+        ttl_ms: f64,
+        wait_ms: Option<f64>,
+    ) -> Pending {
         let mut fut = self.0.acquire(&name, &owner, ms(ttl_ms));
         if let Some(wait) = wait_ms {
             fut = fut.timeout(ms(wait));
@@ -231,7 +239,7 @@ impl Locks {
 /// A future driven in the background, which `cancel()` drops wherever it is.
 #[wasm_bindgen]
 pub struct Pending {
-    fut: Rc<RefCell<Option<Local<Result<JsValue, JsValue>>>>>,
+    fut: Slot,
     waker: Rc<Cell<Option<Waker>>>,
     done: Promise,
 }
