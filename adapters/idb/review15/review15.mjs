@@ -1,0 +1,43 @@
+// Review of issue 15: attacks on alkstore-idb across pages and dedicated workers in headless
+// Chromium. Usage: node review15.mjs <bundle dir> [scenario ...] (default: all).
+// Each scenario prints `ok`/`FAIL` lines: a FAIL is a finding (what should happen is in the
+// line). Pages are served on 127.0.0.1:8800-8809 only; the browser profile is fresh.
+import { serve, launch, openPage, inPage, inWorker, sleep, check, counts, pageErrors } from './driver.mjs';
+import * as clock from './scenarios/clock.mjs';
+import * as handles from './scenarios/handles.mjs';
+import * as contention from './scenarios/contention.mjs';
+import * as faults from './scenarios/faults.mjs';
+import * as hostile from './scenarios/hostile.mjs';
+
+const SCENARIOS = { ...clock, ...handles, ...contention, ...faults, ...hostile };
+const pkg = process.argv[2];
+if (!pkg) { console.error('usage: node review15.mjs <bundle dir> [scenario ...]'); process.exit(2); }
+const wanted = process.argv.slice(3);
+for (const w of wanted) if (!(w in SCENARIOS)) { console.error(`no scenario ${w}; have: ${Object.keys(SCENARIOS).join(' ')}`); process.exit(2); }
+const names = wanted.length ? wanted : Object.keys(SCENARIOS);
+
+const { server, url } = await serve(pkg);
+for (const name of names) {
+  // A browser per scenario: a fresh profile, so that no scenario sees another's databases.
+  const browser = await launch();
+  const env = {
+    url, browser, check, sleep, db: `r15-${name}-${Date.now()}`,
+    page: async () => openPage(browser, url),
+    inPage, inWorker,
+  };
+  console.log(`\n== ${name}`);
+  const t0 = Date.now();
+  try {
+    await SCENARIOS[name](env);
+  } catch (e) {
+    check(`${name}: the scenario ran to its end`, false, String(e && e.stack || e));
+  } finally {
+    await browser.close();
+  }
+  console.log(`(${name}: ${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+}
+server.close();
+check('no uncaught error (a wasm panic shows as one) in any page', pageErrors.length === 0, pageErrors.slice(0, 3).join(' | '));
+const { passed, failed } = counts();
+console.log(`\nreview15: ${passed} held, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
