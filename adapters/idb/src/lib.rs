@@ -91,6 +91,7 @@ mod acquire;
 mod cancel;
 mod config;
 mod contract;
+mod keep;
 mod lock;
 mod store;
 mod sys;

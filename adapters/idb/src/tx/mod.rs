@@ -22,6 +22,7 @@
 //! the origin, so read-decide-write is atomic. Nothing in a body awaits anything: a context
 //! that stalled inside a transaction would stall every context of the origin.
 
+pub(crate) mod ctx;
 pub(crate) mod ops;
 pub(crate) mod row;
 
