@@ -38,6 +38,10 @@ struct Sent<R> {
     requests: Vec<IdbRequest>,
 }
 
+/// What the body decided, kept until the commit: the answer, the clock it read, what to post,
+/// what to run on the answer.
+type Decided<R> = (R, Reading, Vec<Notice>, Option<OnCommit<R>>);
+
 /// One transaction's state, shared by its handler, its future and the watchdog.
 pub(crate) struct TxState<R> {
     slot: Rc<Slot<Answer<R>>>,
@@ -46,7 +50,7 @@ pub(crate) struct TxState<R> {
     clock: Rc<EngineClock>,
     sent: RefCell<Option<Sent<R>>>,
     /// The body's answer, handed out once the transaction committed.
-    pending: RefCell<Option<(R, Reading, Vec<Notice>, Option<OnCommit<R>>)>>,
+    pending: RefCell<Option<Decided<R>>>,
     /// Why the body refused to write (a malformed row, a refusal): reported instead of the
     /// abort.
     failed: RefCell<Option<LockError>>,

@@ -16,6 +16,7 @@ pub(crate) enum Notice {
 }
 
 /// What this context knows of the time as a transaction decides.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Clocks {
     /// `Date.now()` in µs.
@@ -28,6 +29,7 @@ pub(crate) struct Clocks {
 }
 
 /// About which year `us` (µs since the Unix epoch) falls in, for messages.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 fn year(us: u64) -> u64 {
     1970 + us / 31_556_952_000_000
 }
@@ -54,6 +56,7 @@ impl<'m> Ctx<'m> {
     /// Reads the clock: the latest of `Date.now()` (+ the offset when `test_clock`), the
     /// floor and this context's anchored estimate; the floor then moves up to it. A time
     /// later than [`HORIZON`] is refused with the reason (nothing is decided at it).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn new(meta: &'m mut Meta, clocks: Clocks) -> Result<Self, String> {
         let offset = if clocks.test_clock { meta.offset } else { 0 };
         let read = clocks.date_now.saturating_add(offset);

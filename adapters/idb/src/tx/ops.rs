@@ -35,6 +35,7 @@
 //!   earlier time too), and neither does deleting one. This saves a request in the common
 //!   release.
 
+#[cfg_attr(not(target_arch = "wasm32"), allow(unused_imports))]
 pub(crate) use super::ctx::{Clocks, Ctx, Notice};
 use super::row::{Lease, MAX_QUEUE, Row, Ticket};
 

@@ -14,6 +14,7 @@ pub(crate) const MAX_TTL_US: u64 = 100 * 365 * 24 * 3600 * 1_000_000;
 /// [`MAX_EXACT`], early in the year 2155. A clock that reads later is refused (the
 /// transaction answers `Unavailable` and writes nothing), so that `now + ttl` always fits a
 /// row and a clock far ahead in one context cannot pin the whole database to the ceiling.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 pub(crate) const HORIZON: u64 = MAX_EXACT - MAX_TTL_US;
 
 /// The most tickets a name's queue holds. A waiter arriving at a full queue is refused with

@@ -40,7 +40,22 @@ export async function forgedMessages(env) {
   const la = await w.run('watchResult', { key: 'k', kind: 'lapsed', ms: 10 });
   const held = await w.run('isHeld', { key: 'k' });
   check('forged n:<name> and * for 4 s: keep_alive and lapsed() go on, the lease is kept', ka.outcome === 'pending' && la.outcome === 'pending' && held.held === true, `${ka.outcome} / ${la.outcome} / ${JSON.stringify(held)}`);
-  void sleep;
+  // A waiter asleep (heartbeat 10 s, the holder's deadline 30 s away): a forged '*' (the test
+  // clock's wake-all) wakes nobody outside test builds; its own w:<id> does (it steps, and
+  // its heartbeat in the row moves).
+  await all[2].run('tryLock', { db, name: 'star', owner: 'h', ttl: 30000, key: 's' });
+  await all[3].run('acquireStart', { db, hb: 10000, name: 'star', owner: 'w', ttl: 30000, key: 'sw' });
+  await sleep(300);
+  const beat = async () => (await hostile.run('rawGet', { db, store: 'locks', key: 'star' })).queue[0];
+  const t0 = await beat();
+  await hostile.run('bcFlood', { db, messages: ['*'], n: 50 });
+  await sleep(300);
+  const t1 = await beat();
+  await hostile.run('bcFlood', { db, messages: [`w:${t0.id}`], n: 1 });
+  await sleep(300);
+  const t2 = await beat();
+  check("a forged '*' wakes no sleeper in a production build (the waiter's heartbeat untouched)", t1.heartbeatUntil === t0.heartbeatUntil, `${t0.heartbeatUntil} -> ${t1.heartbeatUntil}`);
+  check("... while a w:<id> naming it does (the observation works)", t2.heartbeatUntil > t1.heartbeatUntil, `${t1.heartbeatUntil} -> ${t2.heartbeatUntil}`);
 }
 
 // Rows written straight into the stores.
@@ -63,6 +78,9 @@ export async function forgedRows(env) {
   console.log(`   clock row forged to token 2^53-2: grants get tokens ${t1.token}, ${t2.token}, ${t3.token && t3.token}`);
   check('a counter at its ceiling: the engine refuses (Unavailable) rather than granting equal tokens',
     !(t2.token && t3.token && t3.token <= t2.token), `tokens ${t1.token}, ${t2.token}, ${t3.token}: equal tokens pass a Fence`);
+  check('... with a reason saying so', [t2, t3].some((t) => t && t.error && /ceiling/.test(t.error)), `${JSON.stringify(t2)} ${JSON.stringify(t3)}`);
+  // The clock row put back (as deleting the database would), so that the rows below decide.
+  await h.run('rawPut', { db, store: 'meta', value: { key: 'clock', token: 0, floor: 0 } });
   // 2. Odd but well-typed rows: no panic, a clear answer.
   const cases = {
     'lease deadline at 2^53-1': { name: 'r1', lease: { owner: 'x', token: 1, deadline: MAX, ttl: 1, grantee: '', claimed: true, pickupBy: 0 }, queue: [] },
@@ -85,6 +103,9 @@ export async function forgedRows(env) {
     const dt = Date.now() - t0;
     console.log(`   ${label}: try_lock ${r === null ? 'busy' : r.error ? r.error.slice(0, 110) : `granted ${r.token}`}; snapshot ${s.error ? s.error.slice(0, 80) : `${s.snap.held.length} held, ${s.snap.waiting.length} waiting`} (${dt} ms)`);
     check(`forged row (${label}): an answer, no panic`, r === null || r.error || r.token);
+    if (label === '20000 tickets') {
+      check('a forged queue longer than a queue can be is refused as a row alkstore-idb did not write', r && r.error && /at most 256/.test(r.error), JSON.stringify(r).slice(0, 160));
+    }
     await h.run('rawDeleteRow', { db, store: 'locks', key: row.name });
     if (r && r.token) await a.run('release', { key: `x-${row.name}` });
   }

@@ -1,6 +1,6 @@
-// A review page: runs scenario steps for the driver (window.run) and starts dedicated workers
+// A page of the scenarios: runs steps for the driver (window.run) and starts dedicated workers
 // that load the same bundle (window.spawn); each worker runs the same steps (window.call).
-import init from './pkg/alkstore_idb_review15.js';
+import init from './pkg/alkstore_idb_harness.js';
 import * as steps from './steps.js';
 
 globalThis.__wasm = await init();
@@ -8,7 +8,7 @@ window.run = (fn, args) => steps[fn](args);
 const workers = new Map();
 let nextCall = 0;
 window.spawn = (label) => new Promise((resolve, reject) => {
-  const worker = new Worker('./worker.js', { type: 'module' });
+  const worker = new Worker('./steps-worker.js', { type: 'module' });
   const calls = new Map();
   worker.onmessage = ({ data }) => {
     if (data.ready) { workers.set(label, { worker, calls }); resolve(label); return; }

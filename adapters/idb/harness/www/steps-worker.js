@@ -1,5 +1,5 @@
-// A review worker: loads the page's own bundle and runs steps on request.
-import init from './pkg/alkstore_idb_review15.js';
+// A dedicated worker of the scenarios: loads the page's own bundle and runs steps on request.
+import init from './pkg/alkstore_idb_harness.js';
 import * as steps from './steps.js';
 
 globalThis.__wasm = await init();

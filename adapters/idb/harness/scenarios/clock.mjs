@@ -70,8 +70,11 @@ export async function clockBehindKeepAlive(env) {
   await x.run('restoreDateNow');
 }
 
-// A context whose Date.now() is AHEAD (60 s) ends a live lease of another context at once,
-// and afterwards every lease in the database stalls (no lapse) until real time catches up.
+// A context whose Date.now() is AHEAD (60 s) takes a name whose 30 s lease another context
+// keeps alive: nothing can tell its clock from one that is right while the holder's stopped
+// (documented: a forward step ends leases early). What must hold: its token is larger (a
+// Fence refuses the old holder), the old holder learns at once (lapsed() and keep_alive end
+// with Expired, told over the BroadcastChannel), and the database does not stall afterwards.
 export async function clockAheadOneContext(env) {
   const { db, check, sleep } = env;
   const page = await env.page();
@@ -85,9 +88,16 @@ export async function clockAheadOneContext(env) {
   const gx = await x.run('tryLock', { db, name: 'job', owner: 'x', ttl: 30000, key: 'x' });
   await x.run('restoreDateNow');
   const lapsed = await a.run('watchResult', { key: 'a', kind: 'lapsed', ms: 1500 });
-  console.log(`   a holds "job" (30 s, keep_alive); x (+60 s) try_lock: ${gx ? `granted token ${gx.token}` : 'busy'}; a's lapsed() 1.5 s later: ${lapsed.outcome}`);
-  check('a context whose clock is 60 s ahead cannot take a name whose 30 s lease another context keeps alive',
-    !gx, gx ? 'granted: the live lease ended early (documented as a forward step), and its holder was not told (lapsed() pending)' : '');
+  const ka = await a.run('watchResult', { key: 'a', kind: 'ka', ms: 500 });
+  console.log(`   a holds "job" (30 s, keep_alive); x (+60 s) try_lock: ${gx ? `granted token ${gx.token}` : 'busy'}; a's lapsed() within 1.5 s: ${lapsed.outcome}; a's keep_alive: ${ka.outcome}`);
+  if (gx && gx.token) {
+    check('a context whose clock is 60 s ahead took over a live lease (a forward step ends leases early, as documented): with a larger token, so a Fence refuses the old holder',
+      gx.token > ga.token, `${gx.token} vs ${ga.token}`);
+    check('... and the old holder learns at once: lapsed() ends with Expired within 1.5 s', lapsed.kind === 'Expired', lapsed.outcome);
+    check('... and so does its keep_alive', ka.kind === 'Expired', ka.outcome);
+  } else {
+    check('a context whose clock is 60 s ahead left the live lease alone', lapsed.outcome === 'pending', lapsed.outcome);
+  }
   // A dead holder's name after the step: a 1 s lease, never released.
   const gy = await y.run('tryLock', { db, name: 'short', owner: 'y', ttl: 1000, key: 'y' });
   await y.run('detach', { key: 'y' });

@@ -61,7 +61,7 @@ export async function navigatedAway(env) {
   const third = await env.inWorker(await env.page(), 'third');
   await third.run('acquireStart', { db, hb: 200, name: 'wait', owner: 'third', ttl: 30000, key: 'w' });
   await sleep(100);
-  await q2.goto(`${url}/review.html?elsewhere`);
+  await q2.goto(`${url}/steps.html?elsewhere`);
   await q2.waitForFunction(() => window.ready === true);
   await sleep(50);
   const rel = await other.run('release', { key: 'w' });
@@ -156,37 +156,48 @@ export async function deletedUnderHolder(env) {
   }
 }
 
-// Another connection upgrades the database (version 2); a foreign schema under the name.
+// Another connection upgrades the database (version 2, adding a store of its own; then
+// version 3, dropping ours); databases of our name made by other code.
 export async function schemaChanges(env) {
   const { db, check } = env;
   const page = await env.page();
   const h = env.inPage(page, 'hostile');
   const a = await env.inWorker(page, 'a');
-  await a.run('tryLock', { db, name: 'job', owner: 'a', ttl: 20000, key: 'k' });
+  const g = await a.run('tryLock', { db, name: 'job', owner: 'a', ttl: 20000, key: 'k' });
   await a.run('keepAliveStart', { key: 'k', every: 1000 });
   const up = await h.run('rawUpgrade', { db, version: 2 });
   const t = await a.run('tryLock', { db, name: 'other', owner: 'a', ttl: 5000, key: 'o' });
   const ka = await a.run('watchResult', { key: 'k', kind: 'ka', ms: 2500 });
-  const fresh = await h.run('open', { db: db, io: 700 });
-  console.log(`   upgraded to v2 elsewhere: ${JSON.stringify(up)}; try_lock: ${JSON.stringify(t)}; keep_alive: ${ka.outcome}; a new store: ${JSON.stringify(fresh)}`);
-  check('after an upgrade elsewhere, operations answer Unavailable (not a panic)', t && t.error && t.error.startsWith('Unavailable'), JSON.stringify(t));
-  check('... with a reason naming the version', t && t.error && /version/i.test(t.error), t && t.error);
-  check('... and the holder\'s keep_alive ends (Unavailable or Expired)', ka.outcome !== 'pending', ka.outcome);
-  // Foreign schemas of version 1 under our name.
+  const held = await a.run('isHeld', { key: 'k' });
+  console.log(`   upgraded to v2 elsewhere (our stores kept): ${JSON.stringify(up)}; try_lock: ${JSON.stringify(t).slice(0, 100)}; keep_alive: ${ka.outcome}; isHeld ${JSON.stringify(held)}`);
+  check('after an upgrade elsewhere that kept our stores, the store goes on at the new version (a grant, not an error)', t && t.token > g.token, JSON.stringify(t));
+  check('... and the holder keeps its lease (keep_alive renewing, isHeld true)', ka.outcome === 'pending' && held.held === true, `${ka.outcome}; ${JSON.stringify(held)}`);
+  const drop = await h.run('rawDropStores', { db, version: 3 });
+  const ka2 = await a.run('watchResult', { key: 'k', kind: 'ka', ms: 1500 });
+  const t2 = await a.run('tryLock', { db, name: 'job', owner: 'b', ttl: 5000, key: 'j' });
+  console.log(`   v3 elsewhere dropped our stores: ${JSON.stringify(drop)}; the holder's keep_alive: ${ka2.outcome}; try_lock on its name: ${JSON.stringify(t2).slice(0, 100)}`);
+  check('... an upgrade that drops our stores: the holder learns its lease is gone (keep_alive ends with Expired)', ka2.kind === 'Expired', ka2.outcome);
+  check('... and the stores are made again (a grant with a larger token)', t2 && t2.token > g.token, JSON.stringify(t2));
+  // Databases of our name made by other code, at version 1.
   const cases = [
-    ['no stores', []],
-    ['locks keyed by id, no meta', [{ name: 'locks', keyPath: 'id' }]],
-    ['locks and meta without key paths', [{ name: 'locks' }, { name: 'meta' }]],
-    ['meta keyed by id', [{ name: 'locks', keyPath: 'name' }, { name: 'meta', keyPath: 'id' }]],
+    ['no stores', [], true],
+    ['locks keyed by id, no meta', [{ name: 'locks', keyPath: 'id' }], false],
+    ['locks and meta without key paths', [{ name: 'locks' }, { name: 'meta' }], false],
+    ['meta keyed by id', [{ name: 'locks', keyPath: 'name' }, { name: 'meta', keyPath: 'id' }], false],
   ];
-  for (const [label, stores] of cases) {
+  for (const [label, stores, usable] of cases) {
     const fdb = `${db}-foreign-${label.replace(/\W+/g, '-')}`;
     await h.run('rawForeign', { db: fdb, stores });
     const o = await a.run('open', { db: fdb });
     const r = await a.run('tryLock', { db: fdb, name: 'job', owner: 'a', ttl: 5000 });
     const s = await a.run('snapshot', { db: fdb });
     console.log(`   foreign schema (${label}): open ${JSON.stringify(o)}; try_lock ${JSON.stringify(r).slice(0, 200)}; snapshot ${JSON.stringify(s).slice(0, 120)}`);
-    check(`foreign schema (${label}): Unavailable, not a grant and not a panic`, (o.error || (r && r.error)) && !(r && r.token));
+    if (usable) {
+      check(`an empty database of our name (${label}, as indexedDB.open(name) makes): our stores are made with the next version, and it works`, o.ok && r && r.token > 0, JSON.stringify(r));
+    } else {
+      check(`foreign schema (${label}): Unavailable, saying the database was not made by alkstore-idb, not a grant and not a panic`,
+        o.error && /not made by alkstore-idb/.test(o.error) && r && r.error && !r.token, `${o.error}; ${JSON.stringify(r).slice(0, 100)}`);
+    }
   }
 }
 

@@ -1,6 +1,6 @@
-// What one context (a page or a dedicated worker) does for review15.mjs. Every step takes one
+// What one context (a page or a dedicated worker) does for scenarios.mjs. Every step takes one
 // object of arguments and answers plain data. Handles live in this context under a `key`.
-import * as alk from './pkg/alkstore_idb_review15.js';
+import * as alk from './pkg/alkstore_idb_harness.js';
 
 const realNow = Date.now.bind(Date);
 // Wall time in ms, immune to a Date.now override in this context.
@@ -41,7 +41,7 @@ export async function tryLockDropped(a) {
 export async function acquireStart(a) {
   const l = await locks(a);
   const tSent = wall();
-  const p = l.acquire(a.name, a.owner, a.ttl, a.wait ?? undefined);
+  const p = l.acquirePending(a.name, a.owner, a.ttl, a.wait ?? undefined);
   const out = p.done.then((lock) => {
     const tGot = wall();
     if (lock === null) return { none: true, tSent, tGot };
@@ -156,7 +156,7 @@ export async function contend(a) {
     try {
       if (mode === 'try') lock = await l.tryLock(name, a.me, a.ttl);
       else {
-        const p = l.acquire(name, a.me, a.ttl, undefined);
+        const p = l.acquirePending(name, a.me, a.ttl, undefined);
         if (mode === 'cancel') {
           const after = Math.random() * (a.cancelMaxMs ?? 30);
           const raced = await Promise.race([p.done.then((x) => ({ x })), sleep(after).then(() => null)]);
@@ -259,6 +259,16 @@ export async function rawUpgrade({ db, version, keepOpen }) {
     return { ok: true, version: d.version };
   } catch (e) { return { error: String(e) }; }
 }
+// Opens `db` at `version` (an upgrade from another connection) dropping our stores.
+export async function rawDropStores({ db, version }) {
+  globalThis.__onUpgrade = (d) => { for (const s of ['locks', 'meta']) if (d.objectStoreNames.contains(s)) d.deleteObjectStore(s); };
+  try {
+    const d = await rawOpen(db, version);
+    globalThis.__onUpgrade = null;
+    d.close();
+    return { ok: true, version: d.version };
+  } catch (e) { return { error: String(e) }; }
+}
 // A foreign database of the same name: version 1, other stores.
 export async function rawForeign({ db, stores }) {
   globalThis.__onUpgrade = (d) => { for (const s of stores) d.createObjectStore(s.name, s.keyPath ? { keyPath: s.keyPath } : undefined); };
@@ -329,7 +339,7 @@ export async function tryLockThenShift(a) {
 // acquire on a name, dropped in the same turn (before its first step has answered).
 export async function acquireDroppedAtOnce(a) {
   const l = await locks(a);
-  const p = l.acquire(a.name, a.owner, a.ttl, undefined);
+  const p = l.acquirePending(a.name, a.owner, a.ttl, undefined);
   const was = p.cancel();
   p.done.catch(() => {});
   return { wasRunning: was };
@@ -395,7 +405,7 @@ export async function churn(a) {
   for (let r = 0; r < a.rounds; r++) {
     const name = `churn/${a.me}/${r % 50}`;
     const lock = await l.tryLock(name, a.me, 5000);
-    const p = l.acquire(name, `${a.me}-w`, 5000, undefined);
+    const p = l.acquirePending(name, `${a.me}-w`, 5000, undefined);
     await sleep(0);
     p.cancel();
     p.done.catch(() => {});
