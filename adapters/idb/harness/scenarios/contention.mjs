@@ -24,6 +24,7 @@ export async function contendMany(env) {
   // most once per snapshot; every lease shown is one of the grants, live at that moment.
   const s = await snaps;
   let dupOwners = 0; let unknown = 0; let notLive = 0; let errs = 0;
+  const notLiveWhy = [];
   const byToken = new Map(recs.map((r) => [r.token, r]));
   for (const snap of s) {
     if (snap.error) { errs++; continue; }
@@ -32,12 +33,17 @@ export async function contendMany(env) {
     for (const h of snap.held) {
       const r = byToken.get(h.token);
       if (!r || r.name !== h.name || r.me !== h.owner) { unknown++; continue; }
-      if (r.deadlineUs - r.ttlUs > snap.t1 + 1000 || r.tRel < snap.t0 - 1000) notLive++;
+      if (r.deadlineUs - r.ttlUs > snap.t1 + 1000 || r.tRel < snap.t0 - 1000) {
+        notLive++;
+        notLiveWhy.push(r.deadlineUs - r.ttlUs > snap.t1 + 1000
+          ? `granted at ${r.deadlineUs - r.ttlUs}, after the snapshot ended (${snap.t1})`
+          : `released from ${r.tRel}, before the snapshot began (${snap.t0})`);
+      }
     }
   }
   console.log(`   ${s.length} snapshots meanwhile, ${s.reduce((n, x) => n + (x.waiting ? x.waiting.length : 0), 0)} waiters seen in all`);
   check('snapshots under contention: no owner twice (held + waiting)', dupOwners === 0, `${dupOwners} snapshots`);
-  check('snapshots under contention: every lease shown is a grant live at that moment', unknown === 0 && notLive === 0 && errs === 0, `${unknown} unknown, ${notLive} not live, ${errs} errors`);
+  check('snapshots under contention: every lease shown is a grant live at that moment', unknown === 0 && notLive === 0 && errs === 0, `${unknown} unknown, ${notLive} not live, ${errs} errors; ${notLiveWhy.slice(0, 2).join('; ')}`);
 }
 
 export async function contendTightTtl(env) {

@@ -10,6 +10,12 @@ use alkstore_mem_web::PerformanceClock;
 use super::idb::date_now_us;
 use crate::tx::ops::Clocks;
 
+/// What the carried-forward reading gives up, in µs: `Date.now()` truncates to the
+/// millisecond and `performance.now()` is coarsened (Chromium: 100 µs, with jitter), so a
+/// reading carried forward can run up to about 1.1 ms ahead of `Date.now()` with a right
+/// clock; less 2 ms, it never does, and it takes over only from a clock that fell behind.
+const SLACK_US: u64 = 2_000;
+
 /// One database's anchor in this context.
 pub(crate) struct EngineClock {
     mono: PerformanceClock,
@@ -33,11 +39,13 @@ impl EngineClock {
         self.mono.now().as_nanos() / 1000
     }
 
-    /// The last reading carried forward to monotonic time `mono` (0 before any reading).
+    /// The last reading carried forward to monotonic time `mono`, less [`SLACK_US`] (0
+    /// before any reading).
     fn anchored(&self, mono: u64) -> u64 {
-        self.anchor
-            .get()
-            .map_or(0, |(now, at)| now.saturating_add(mono.saturating_sub(at)))
+        self.anchor.get().map_or(0, |(now, at)| {
+            now.saturating_add(mono.saturating_sub(at))
+                .saturating_sub(SLACK_US)
+        })
     }
 
     /// What a transaction deciding now reads (taken together, in its success handler), and
@@ -52,18 +60,15 @@ impl EngineClock {
         (clocks, mono)
     }
 
-    /// A transaction decided at engine time `now`, read at monotonic time `mono`. (Its
-    /// `now` is never below the anchored estimate, so the anchor only moves forward.)
+    /// A transaction decided at engine time `now`, read at monotonic time `mono`.
     pub(crate) fn record(&self, now: u64, mono: u64, offset: u64) {
         self.anchor.set(Some((now, mono)));
         self.offset.set(offset);
     }
 
     /// The engine's time as this context estimates it: the later of `Date.now()` (+ the test
-    /// offset last seen) and the last reading carried forward by the monotonic clock. Never
-    /// behind the engine's clock in this context's last transaction; ahead of what another
-    /// context reads when every clock stepped back (then a lease looks lapsed a little early
-    /// here, never late).
+    /// offset last seen) and the last reading carried forward by the monotonic clock, as its
+    /// transactions decide (so a lease never looks live here after they found it lapsed).
     pub(crate) fn now_us(&self) -> u64 {
         let mono = self.mono_us();
         date_now_us()
