@@ -14,7 +14,15 @@ const locks = await alk.Locks.open(DB, 1000, 250);
 // second tab's stale write is refused as it would be by a real shared store.
 const fence = new alk.Fence();
 const ledgerChannel = new BroadcastChannel('alkstore-demo-ledger');
-ledgerChannel.onmessage = ({ data }) => { if (typeof data === 'number') fence.check(data); };
+ledgerChannel.onmessage = ({ data }) => {
+  if (typeof data !== 'number') return;
+  fence.check(data);
+  // In two tabs the worker that takes over a stalled lease may be the other tab's.
+  if (outcome.stalledToken !== null && outcome.takeover === null && data > outcome.stalledToken) {
+    outcome.takeover = { me: 'a worker of another tab', token: data };
+    tell(`a worker of another tab took over (token ${short(data)}): worker-3's lease lapsed at its ttl while worker-3 was stuck`);
+  }
+};
 const t0 = performance.now();
 const story = [];
 const at = () => `${((performance.now() - t0) / 1000).toFixed(2)}s`;
@@ -115,7 +123,7 @@ tell(`4 dedicated workers start; each waits for ${NAME}, adds to the ledger twic
 const done = new Promise((resolve) => {
   const check = setInterval(() => {
     const everyone = WORKERS.every((w) => (outcome.turns.get(w) ?? 0) >= 1);
-    if ((outcome.refusedWrite && outcome.lateRelease && everyone) || performance.now() - t0 > 20000) {
+    if ((outcome.refusedWrite && outcome.lateRelease && outcome.takeover && everyone) || performance.now() - t0 > 20000) {
       clearInterval(check);
       resolve();
     }

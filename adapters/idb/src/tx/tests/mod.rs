@@ -5,7 +5,7 @@ mod queue;
 
 use super::ops::{
     self, Clocks, Ctx, Granted, Notice, Step, Stepped, cancel, force_release, holder, release,
-    renew, settle, try_lock,
+    renew, try_lock,
 };
 use super::row::{MAX_EXACT, Meta, Row};
 
@@ -140,27 +140,6 @@ fn release_hands_the_name_to_the_first_waiter_and_its_next_step_picks_it_up() {
         "the new head re-reads the deadline"
     );
     assert_eq!(row.queue.len(), 1);
-}
-
-#[test]
-fn a_ticket_whose_heartbeat_expired_is_skipped() {
-    let (mut meta, mut row) = (Meta::default(), Row::default());
-    let (g, _) = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""));
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("gone", 0))
-    });
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("alive", 0))
-    });
-    // "alive" refreshes its heartbeat; "gone" (a closed tab) does not.
-    at(&mut meta, T0 + 2 * S, |cx| {
-        ops::step(&mut row, cx, &step("alive", 0))
-    });
-    let (_, notices) = at(&mut meta, T0 + 4 * S, |cx| {
-        release(&mut row, cx, g.unwrap().token, "h")
-    });
-    assert_eq!(notices, vec![Notice::Waiter("alive".into())]);
-    assert!(row.queue.is_empty(), "the dead ticket was dropped");
 }
 
 #[test]
@@ -337,22 +316,6 @@ fn force_release_ends_the_live_lease_and_hands_it_on() {
         .0
         .is_none()
     );
-}
-
-#[test]
-fn settle_and_waiting_skip_dead_tickets() {
-    let (mut meta, mut row) = (Meta::default(), Row::default());
-    at(&mut meta, T0, |cx| try_lock(&mut row, cx, "a", 10 * S, ""))
-        .0
-        .unwrap();
-    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w1", 0)));
-    at(&mut meta, T0 + 2 * S, |cx| {
-        ops::step(&mut row, cx, &step("w2", 0))
-    });
-    let mut cx = ctx(&mut meta, T0 + 4 * S, true);
-    assert!(settle(&mut row, &mut cx));
-    let ids: Vec<_> = ops::waiting(&row, &cx).map(|t| t.id.as_str()).collect();
-    assert_eq!(ids, ["w2"]);
 }
 
 #[test]

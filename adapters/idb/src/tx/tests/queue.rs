@@ -1,8 +1,8 @@
 //! The queue and the holder: dead tickets pruned anywhere, a bounded queue, a holder told
 //! of a lapse found elsewhere, releases that compare the owner too.
 
-use super::{S, T0, at, step};
-use crate::tx::ops::{self, Notice, release, renew, try_lock};
+use super::{S, T0, at, ctx, step};
+use crate::tx::ops::{self, Notice, release, renew, settle, try_lock};
 use crate::tx::row::{MAX_QUEUE, Meta, Row};
 
 #[test]
@@ -87,4 +87,41 @@ fn release_and_renew_compare_the_owner_too() {
         "untouched"
     );
     assert!(at(&mut meta, T0 + S, |cx| release(&mut row, cx, g.token, "a")).0);
+}
+
+#[test]
+fn a_ticket_whose_heartbeat_expired_is_skipped() {
+    let (mut meta, mut row) = (Meta::default(), Row::default());
+    let (g, _) = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""));
+    at(&mut meta, T0, |cx| {
+        ops::step(&mut row, cx, &step("gone", 0))
+    });
+    at(&mut meta, T0, |cx| {
+        ops::step(&mut row, cx, &step("alive", 0))
+    });
+    // "alive" refreshes its heartbeat; "gone" (a closed tab) does not.
+    at(&mut meta, T0 + 2 * S, |cx| {
+        ops::step(&mut row, cx, &step("alive", 0))
+    });
+    let (_, notices) = at(&mut meta, T0 + 4 * S, |cx| {
+        release(&mut row, cx, g.unwrap().token, "h")
+    });
+    assert_eq!(notices, vec![Notice::Waiter("alive".into())]);
+    assert!(row.queue.is_empty(), "the dead ticket was dropped");
+}
+
+#[test]
+fn settle_and_waiting_skip_dead_tickets() {
+    let (mut meta, mut row) = (Meta::default(), Row::default());
+    at(&mut meta, T0, |cx| try_lock(&mut row, cx, "a", 10 * S, ""))
+        .0
+        .unwrap();
+    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w1", 0)));
+    at(&mut meta, T0 + 2 * S, |cx| {
+        ops::step(&mut row, cx, &step("w2", 0))
+    });
+    let mut cx = ctx(&mut meta, T0 + 4 * S, true);
+    assert!(settle(&mut row, &mut cx));
+    let ids: Vec<_> = ops::waiting(&row, &cx).map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["w2"]);
 }
