@@ -190,9 +190,12 @@ idb-setup:
 	@scripts/setup.sh
 	@scripts/idb-setup.sh
 
-## test-idb: native tests, the conformance suite + engine tests in a window and in a dedicated
-## worker, the cross-context tests and faults (2 pages, 4 workers), the demo headless
+## test-idb: native tests, the conformance suite + engine and fault tests in a window and in a
+## dedicated worker, the cross-context tests and faults (2 pages, 4 workers), the scenarios
+## (clock steps, dropped futures, hostile code, ...), the demo headless in one and two tabs;
+## first, a check that the script itself stops on a failing or empty part (a second, no build)
 test-idb: idb-setup
+	@scripts/check-test-idb.sh -q
 	@scripts/test-idb.sh
 
 ## bench-idb: try_lock + release against a hand-written IndexedDB cycle and navigator.locks, in a

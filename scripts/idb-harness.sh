@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the alkstore-idb harness bundle (wasm-bindgen --target web) and runs one of the
-# harness's Node drivers on it: test (cross-context tests), bench, demo.
-# Usage: scripts/idb-harness.sh test|bench|demo [args...]
+# harness's Node drivers on it: test (cross-context tests), scenarios (clocks, handles,
+# contention, faults, hostile code), bench, demo.
+# Usage: scripts/idb-harness.sh test|scenarios|bench|demo [args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what="${1:?usage: scripts/idb-harness.sh test|bench|demo}"
+what="${1:?usage: scripts/idb-harness.sh test|scenarios|bench|demo}"
 shift
 die() { echo "idb-harness: error: $*" >&2; exit 1; }
 command -v node >/dev/null || die "node not found: install Node.js 18+ (Debian: apt-get install nodejs npm)"

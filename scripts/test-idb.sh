@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # `make test-idb`: every suite of the browser engine (adapters/idb), and a count of what ran.
 #   1. natively: the transaction bodies' unit tests, the host build's Unavailable, doctests;
-#   2. in headless Chromium (wasm-bindgen-test + ChromeDriver): the conformance suite and the
-#      engine's own tests, in a window and in a dedicated worker;
+#   2. in headless Chromium (wasm-bindgen-test + ChromeDriver): the conformance suite, the
+#      engine's own tests and its fault tests (clock steps, forged rows, a closed or deleted
+#      database), in a window and in a dedicated worker;
 #   3. across contexts (harness/test.mjs: playwright-core on the system Chromium, pages served
 #      on 127.0.0.1:8790-8799): 2 pages and 4 dedicated workers contending, exact FIFO, and the
 #      faults (terminated holder, stalled holder fenced off, closed page's ticket skipped);
-#   4. the demo page, run headless, its outcome checked.
-# Fails loudly when a browser, driver or harness piece is missing, or when a part ran no test.
+#   4. the scenarios (harness/scenarios.mjs): clocks stepped or skewed in one context or all,
+#      handles and dropped futures, heavier contention, faults, hostile rows, messages and names;
+#   5. the demo page, run headless, its outcome checked.
+# Every part runs with its output in a log: a part that fails, or that ran no test, stops the
+# run with its log shown. Fails loudly when a browser, driver or harness piece is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 die() { echo "test-idb: error: $*" >&2; exit 1; }
@@ -20,38 +24,74 @@ export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-180}"
 
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
-count() { # passed|failed in the cargo test summaries of a log
+
+# Stops the run: the log of the part, then why.
+fail() { # log why
+  echo "---------- $(basename "$1"): its output ----------" >&2
+  cat "$1" >&2
+  echo "---------- end of $(basename "$1") ----------" >&2
+  die "$2"
+}
+# Runs a part with its output in $log/<part>; stops when it exits non-zero.
+run() { # part command...
+  local part=$1
+  shift
+  "$@" >"$log/$part" 2>&1 || fail "$log/$part" "$part failed (exit status $?)"
+}
+# The passed (or failed) count of the cargo test summaries of a log.
+count() { # log passed|failed
   awk -v what="$2" '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ "^" what) s += $(i-1) } END { print s + 0 }' "$1"
+}
+# A cargo test part: it ran, something passed, nothing failed. Sets $passed.
+cargo_part() { # part command...
+  local part=$1
+  run "$@"
+  passed=$(count "$log/$part" passed)
+  [ "$(count "$log/$part" failed)" -eq 0 ] || fail "$log/$part" "$part: some tests failed"
+  [ "$passed" -gt 0 ] || fail "$log/$part" "$part ran no test"
+}
+# A Node driver's part: its last summary line is "<label>: N passed, 0 failed". Sets $passed.
+node_part() { # part label command...
+  local part=$1 label=$2
+  shift 2
+  run "$part" "$@"
+  grep -E '^(ok  |FAIL)' "$log/$part" || true
+  passed=$(sed -n "s/^$label: \([0-9][0-9]*\) passed, 0 failed\$/\1/p" "$log/$part" | tail -1)
+  [ -n "$passed" ] && [ "$passed" -gt 0 ] || fail "$log/$part" "$part: no '$label: N passed, 0 failed' line (no test ran, or one failed)"
 }
 
 echo "== alkstore-idb: native (transaction bodies, host build, doctests)"
-cargo test -p alkstore-idb 2>&1 | tee "$log/native" | grep -E '^(test result|error)' || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || die "the native tests failed"
-native=$(count "$log/native" passed)
+cargo_part native cargo test -p alkstore-idb
+native=$passed
+echo "native: $native passed"
 
-run_browser() { # test binary -> log
-  (cd adapters/idb && cargo test --target wasm32-unknown-unknown --test "$1") >"$log/$1" 2>&1 \
-    || { cat "$log/$1"; die "$1 failed in Chromium"; }
-  grep -q '^Running headless tests in Chrome' "$log/$1" || { cat "$log/$1"; die "$1 did not run in headless Chromium"; }
-  local n; n=$(count "$log/$1" passed)
-  [ "$n" -gt 0 ] || { cat "$log/$1"; die "$1 ran no test"; }
-  echo "$1: $n passed, $(count "$log/$1" failed) failed" >&2
-  echo "$n"
+browser() { # test binary: runs it in headless Chromium, adds its count to $browser_passed
+  cargo_part "$1" bash -c "cd adapters/idb && cargo test --target wasm32-unknown-unknown --test '$1'"
+  grep -q '^Running headless tests in Chrome' "$log/$1" || fail "$log/$1" "$1 did not run in headless Chromium"
+  echo "$1: $passed passed"
+  browser_passed=$((browser_passed + passed))
 }
 echo "== alkstore-idb: headless Chromium, window and dedicated worker"
-window=$(( $(run_browser conformance_window) + $(run_browser engine_window) ))
-worker=$(( $(run_browser conformance_worker) + $(run_browser engine_worker) ))
+browser_passed=0
+for t in conformance_window engine_window faults_window; do browser "$t"; done
+window=$browser_passed
+browser_passed=0
+for t in conformance_worker engine_worker faults_worker; do browser "$t"; done
+worker=$browser_passed
 
 echo "== alkstore-idb: across pages and workers (harness/test.mjs)"
-scripts/idb-harness.sh test 2>&1 | tee "$log/cross" | grep -vE '^(warning|  *[|=]|  *-->|\.\.\.|[0-9 ]*\|)' || true
-[ "${PIPESTATUS[0]}" -eq 0 ] || die "the cross-context tests failed"
-cross=$(sed -n 's/^idb cross-context: \([0-9]*\) passed, 0 failed$/\1/p' "$log/cross")
-[ -n "$cross" ] && [ "$cross" -gt 0 ] || die "the cross-context harness ran no test"
+node_part cross "idb cross-context" scripts/idb-harness.sh test
+cross=$passed
+
+echo "== alkstore-idb: scenarios (harness/scenarios.mjs)"
+node_part scenarios "idb scenarios" node adapters/idb/harness/scenarios.mjs target/idb-www/pkg
+scenarios=$passed
 
 echo "== alkstore-idb: the demo page, headless"
-node adapters/idb/harness/demo.mjs target/idb-www/pkg >"$log/demo" 2>&1 || { cat "$log/demo"; die "the demo failed"; }
+run demo node adapters/idb/harness/demo.mjs target/idb-www/pkg --two-tabs
+grep -q '^demo-web: ok' "$log/demo" || fail "$log/demo" "the demo did not report 'demo-web: ok'"
 tail -1 "$log/demo"
 
-total=$((native + window + worker + cross + 1))
-echo "alkstore-idb: native $native, window $window, dedicated worker $worker, cross-context $cross, demo 1"
+total=$((native + window + worker + cross + scenarios + 1))
+echo "alkstore-idb: native $native, window $window, dedicated worker $worker, cross-context $cross, scenarios $scenarios, demo 1"
 echo "test-idb: $total passed, 0 failed"

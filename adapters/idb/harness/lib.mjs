@@ -18,7 +18,8 @@ export function fail(message) {
 }
 
 // Serves www/ at / and the bundle (`pkgDir`) at /pkg/, on the first free port of 8790-8799
-// (or `port`). Resolves to { server, url }.
+// (or `port`; ALK_PORTS=first-last picks another range, e.g. while `make test-idb` runs on
+// the default one). Resolves to { server, url }.
 export async function serve(pkgDir, port) {
   if (!fs.existsSync(path.join(pkgDir, 'alkstore_idb_harness.js'))) {
     fail(`no wasm-bindgen bundle in ${pkgDir}: build it first (scripts/idb-harness.sh does)`);
@@ -37,7 +38,9 @@ export async function serve(pkgDir, port) {
     res.writeHead(200, { 'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream', 'cache-control': 'no-store' });
     fs.createReadStream(file).pipe(res);
   });
-  const ports = port ? [port] : [8790, 8791, 8792, 8793, 8794, 8795, 8796, 8797, 8798, 8799];
+  const [first, last] = (process.env.ALK_PORTS ?? '8790-8799').split('-').map(Number);
+  if (!(first > 0 && last >= first && last < 65536)) fail(`ALK_PORTS=${process.env.ALK_PORTS}: expected first-last, e.g. 8790-8799`);
+  const ports = port ? [port] : Array.from({ length: last - first + 1 }, (_, i) => first + i);
   for (const p of ports) {
     const ok = await new Promise((resolve) => {
       server.once('error', () => resolve(false));

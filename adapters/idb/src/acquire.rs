@@ -149,7 +149,7 @@ async fn wait_for(
     let heartbeat = store.config().waiter_heartbeat();
     let heartbeat_us = micros(heartbeat);
     // Registered before the first step, so that no wake-up meant for it is missed.
-    let watch = store.inner.db.register(&id, &name);
+    let watch = store.inner.db.register(&id, &name, None);
     let mut guard = CancelGuard::new(&store, &name, id.clone());
     let ttl_us = micros(ttl);
     // The wait counts from this first poll, by this context's estimate of the engine's clock

@@ -59,7 +59,9 @@ impl IdbConfig {
     ///
     /// [`keep_alive`](crate::IdbLock::keep_alive) refuses leases whose ttl is below twice
     /// this (so every renewal has its whole `io_timeout` before the deadline): with the
-    /// default, keep-alive needs a ttl of 2 s or more.
+    /// default, keep-alive needs a ttl of 2 s or more. A renewal that times out is sent again
+    /// while the lease's deadline allows. The bound is measured on `performance.now()`, so a
+    /// system clock step does not move it.
     #[must_use]
     pub fn with_io_timeout(mut self, timeout: Duration) -> Self {
         self.io_timeout = timeout.max(Duration::from_millis(1));

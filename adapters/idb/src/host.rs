@@ -10,7 +10,7 @@ use core::time::Duration;
 
 use alkstore_mem::LockError;
 
-use crate::sys::{Reading, Rows, Scope};
+use crate::sys::{Answer, OnCommit, Rows, Scope, TxError};
 use crate::tx::ops::Ctx;
 use crate::util::unavailable;
 
@@ -29,7 +29,20 @@ pub(crate) async fn open(name: &str, _io_timeout: Duration) -> Result<Db, LockEr
 }
 
 impl Db {
-    pub(crate) fn transact<R, B>(&self, _scope: Scope, _body: B) -> TxFuture<R>
+    pub(crate) fn transact<R, B>(&self, scope: Scope, body: B) -> TxFuture<R>
+    where
+        R: 'static,
+        B: FnOnce(&mut Rows, &mut Ctx<'_>) -> R + 'static,
+    {
+        self.transact_then(scope, body, None)
+    }
+
+    pub(crate) fn transact_then<R, B>(
+        &self,
+        _scope: Scope,
+        _body: B,
+        _on_commit: Option<OnCommit<R>>,
+    ) -> TxFuture<R>
     where
         R: 'static,
         B: FnOnce(&mut Rows, &mut Ctx<'_>) -> R + 'static,
@@ -37,7 +50,7 @@ impl Db {
         TxFuture(PhantomData)
     }
 
-    pub(crate) fn register(&self, _id: &str, _name: &str) -> Registration {
+    pub(crate) fn register(&self, _id: &str, _name: &str, _token: Option<u64>) -> Registration {
         Registration
     }
 
@@ -47,16 +60,27 @@ impl Db {
     pub(crate) fn name(&self) -> &str {
         &self.name
     }
+
+    pub(crate) fn now_us(&self) -> u64 {
+        date_now_us()
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        0
+    }
 }
 
 /// A transaction's future: `Unavailable` on the host.
 pub(crate) struct TxFuture<R>(PhantomData<fn() -> R>);
 
 impl<R> Future for TxFuture<R> {
-    type Output = Result<(R, Reading), LockError>;
+    type Output = Answer<R>;
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Poll::Ready(Err(unavailable(NO_INDEXEDDB)))
+        Poll::Ready(Err(TxError {
+            error: unavailable(NO_INDEXEDDB),
+            timed_out: false,
+        }))
     }
 }
 

@@ -20,28 +20,54 @@
 //!   kept in the clock row, so they survive reloads and keep increasing even after the
 //!   database was deleted (site data cleared, storage evicted), as long as the clock did not
 //!   step back by more than the time since. Compare them; do not count on their values
-//!   (about 1.8e15 today). Guard writes with the core's [`alkstore_mem::Fence`].
+//!   (about 1.8e15 today). Guard writes with the core's [`alkstore_mem::Fence`]. A token is
+//!   never granted twice: a counter at 2^53 - 1 (only a forged or far-future row gets there)
+//!   refuses to grant with `Unavailable`.
 //! - **Waiting** is FIFO across contexts with direct hand-off: each name's row keeps a queue
 //!   of tickets; a release writes the lease straight to the first live ticket and wakes its
 //!   context over a `BroadcastChannel`; `try_lock` cannot barge. Every ticket has a
 //!   heartbeat: a closed tab's or terminated worker's ticket is skipped after three missed
-//!   heartbeats. The first waiter also sleeps to the holder's deadline, so a holder that died
-//!   silently costs its ttl, not more. See [`IdbAcquire`].
+//!   heartbeats, and dropped from the row by its next write. The first waiter also sleeps to
+//!   the holder's deadline, so a holder that died silently costs its ttl, not more. A name's
+//!   queue holds at most 256 tickets. See [`IdbAcquire`].
+//! - **Holders are told** when their lease ends elsewhere: [`IdbLock::lapsed`] and
+//!   [`IdbLock::keep_alive`] end with `Expired` as soon as another context force-releases
+//!   the lease or finds it lapsed (over the `BroadcastChannel`), or the database is deleted
+//!   under the store; a renewal applies its answer to the handle when it commits, even when
+//!   its future was dropped, so [`IdbLocks::holder`] always equals [`IdbLock::info`].
 //! - **Failures** are [`LockError::Unavailable`], never a panic and never a lock believed held
 //!   that is not: IndexedDB absent or forbidden (some private modes, opaque origins, storage
 //!   blocked), an open blocked by another connection, a transaction that fails (quota) or does
 //!   not finish within the [`io_timeout`](IdbConfig::with_io_timeout) (it is then aborted, so
-//!   it changed nothing), a row this crate did not write. A database deleted or closed under
-//!   the store is opened again by the next operation.
+//!   it changed nothing), a row or store this crate did not write, a clock past 2155. A
+//!   database deleted or closed under the store is opened again by the next operation (and
+//!   by a dropped handle's release: every transaction is sent when its call is made, polled
+//!   or not). A database of the name without the stores (as `indexedDB.open(name)` alone
+//!   makes) gets them with the next version.
 //!
 //! # Time
-//! The engine's clock is the shared wall clock, `Date.now()` (every context of the origin
-//! reads the same one; `performance.now()` has a different origin in each context), raised to
-//! the clock floor kept in the database, so decisions never go back in time. Its resolution
-//! is 1 ms (leases are stored in µs, decided at whole ms). A system clock that steps
-//! **back** stalls every lease until it catches up with the floor (leases get longer); one
-//! that steps **forward** ends leases early. Exclusion never depends on the clock, and the
-//! fencing token guards the early end: a holder whose lease lapsed is refused by the Fence.
+//! The engine's clock in a transaction is the latest of `Date.now()` (every context of the
+//! origin reads the same system clock; `performance.now()` has a different origin in each
+//! context), the clock floor kept in the database (the latest time a grant or a lapse was
+//! decided at), and this context's own last reading carried forward by `performance.now()`.
+//! So decisions never go back in time, and in a context that has run a transaction time keeps
+//! moving at the real rate even while `Date.now()` stands still or steps back. Its resolution
+//! is 1 ms (leases are stored in µs). Holders estimate their deadline the same way, so a
+//! lease never looks live to its holder after the database found it lapsed.
+//!
+//! - Every clock steps **back** (an NTP correction): leases still end at their ttl; deadlines
+//!   read ahead of `Date.now()` until the clocks catch up.
+//! - Every clock steps **forward** by D: leases end up to D early; their holders are told as
+//!   for any lapse, and the fencing token refuses their late writes.
+//! - One context **ahead** by D (only code that overrides `Date.now()` there can do it): it
+//!   sees other contexts' leases lapsed D early and may take them, with a larger token; the
+//!   old holder's `lapsed()` and `keep_alive` end at once with `Expired`. The engine's time
+//!   then stays D ahead of `Date.now()`; leases still last their ttl. One context **behind**
+//!   the others changes nothing.
+//! - A clock past 2155 is refused: that context's transactions answer `Unavailable` and write
+//!   nothing (a clock far in the future cannot pin the database at the ceiling).
+//!
+//! Exclusion never depends on the clock; the fencing token guards every early end.
 //!
 //! # Contexts
 //! - Windows, tabs and **dedicated workers** load the same wasm-bindgen bundle and share
@@ -53,10 +79,18 @@
 //! - **A context that stalls inside a transaction stalls every context of the origin.** This
 //!   crate's transaction bodies never await anything, but a thread that blocks (a long loop,
 //!   `alert`) right after sending a transaction holds it open until it runs again: the other
-//!   contexts then get `Unavailable` after their `io_timeout`, and no lease is lost.
+//!   contexts' operations then get `Unavailable` after their `io_timeout`, and `keep_alive`
+//!   sends its timed-out renewals again while the deadline allows, so a stall shorter than
+//!   what is left of a lease loses nothing.
 //! - **Storage partitioning**: a cross-site iframe gets a storage partition (and a
 //!   `BroadcastChannel` scope) of its own, so it does not share locks with the top-level page
 //!   of the same origin.
+//!
+//! # Dependencies
+//! `alkstore-mem` (the contract, its checks and errors, [`alkstore_mem::Fence`]) and
+//! `alkstore-mem-web` (the browser's timers and `performance.now()`, in windows and workers
+//! alike); `wasm-bindgen`, `js-sys` and `web-sys` (IndexedDB, BroadcastChannel: stable APIs
+//! only) on wasm32.
 //!
 //! # On other targets
 //! The crate compiles on every target (for docs.rs, rust-analyzer and `cargo check` of code
@@ -91,6 +125,7 @@ mod acquire;
 mod cancel;
 mod config;
 mod contract;
+mod keep;
 mod lock;
 mod store;
 mod sys;

@@ -1,37 +1,61 @@
 //! [`IdbLock`]: a held lease, and its renew, release and watch operations.
 
 use core::fmt;
-use core::future::ready;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::future::{Future, ready};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use core::time::Duration;
 
 use alkstore_mem::{LeaseInfo, LockError, Timestamp};
 
 use crate::store::IdbLocks;
+use crate::sys::{OnCommit, TxError};
 use crate::tx::ops;
-use crate::util::{Either, micros, race, sleep_us, stamp};
-use crate::{BoxedFuture, IdbFuture, IdbKeepAlive, IdbLapsed};
+use crate::util::{micros, stamp};
+use crate::{BoxedFuture, IdbFuture, Shared};
 
 /// A lease held in IndexedDB: the handle [`IdbLocks::try_lock`] and
 /// [`IdbLocks::acquire`] hand out.
 ///
-/// Dropping it releases the lease (the release transaction is sent at once and runs on its
-/// own); [`detach`](Self::detach) lets the lease run to its deadline instead. A context that
-/// goes away while holding a lease (a closed tab, a terminated worker) leaves it to lapse at
-/// its deadline, when the first waiter, in whatever context, takes it.
+/// Dropping it releases the lease: the release transaction is sent at once and runs on its
+/// own, also when the connection was closed under the store (it is opened again first, in
+/// the background). [`detach`](Self::detach) lets the lease run to its deadline instead. A
+/// context that goes away while holding a lease (a closed tab, a terminated worker) leaves it
+/// to lapse at its deadline, when the first waiter, in whatever context, takes it.
 #[must_use = "dropping an IdbLock releases it; call detach() to let the lease run to its deadline"]
 pub struct IdbLock {
-    store: IdbLocks,
-    name: String,
-    owner: String,
-    token: u64,
-    /// µs on the engine's clock; follows every renewal.
+    pub(crate) store: IdbLocks,
+    pub(crate) name: String,
+    pub(crate) owner: String,
+    pub(crate) token: u64,
+    pub(crate) lease: Shared<LeaseState>,
+    release_on_drop: bool,
+}
+
+/// What a handle knows of its lease, shared with the commit hooks of its renewals: a
+/// renewal that committed is applied even when its future was dropped in flight, so the
+/// handle follows what the database holds.
+pub(crate) struct LeaseState {
+    /// µs on the engine's clock; follows every committed renewal.
     deadline: AtomicU64,
     /// The ttl of the last grant or renew, as given: seconds and nanoseconds.
     ttl_secs: AtomicU64,
     ttl_nanos: AtomicU64,
-    release_on_drop: bool,
+    /// The database answered that the lease is gone (a refused renewal, `is_held` false).
+    pub(crate) lost: AtomicBool,
+    /// The store's connection generation this handle last looked at the database in.
+    pub(crate) generation: AtomicU64,
 }
+
+impl LeaseState {
+    fn set_ttl(&self, ttl: Duration) {
+        self.ttl_secs.store(ttl.as_secs(), Ordering::Relaxed);
+        self.ttl_nanos
+            .store(u64::from(ttl.subsec_nanos()), Ordering::Relaxed);
+    }
+}
+
+/// A renewal's answer: the new deadline, or `Err(now)` (engine time) when it was refused.
+pub(crate) type Renewed = Result<u64, u64>;
 
 impl IdbLock {
     pub(crate) fn new(
@@ -42,14 +66,21 @@ impl IdbLock {
         deadline_us: u64,
         ttl: Duration,
     ) -> Self {
+        let generation = store.inner.db.generation();
+        #[allow(clippy::arc_with_non_send_sync)]
+        let lease = Shared::new(LeaseState {
+            deadline: AtomicU64::new(deadline_us),
+            ttl_secs: AtomicU64::new(ttl.as_secs()),
+            ttl_nanos: AtomicU64::new(u64::from(ttl.subsec_nanos())),
+            lost: AtomicBool::new(false),
+            generation: AtomicU64::new(generation),
+        });
         IdbLock {
             store,
             name,
             owner,
             token,
-            deadline: AtomicU64::new(deadline_us),
-            ttl_secs: AtomicU64::new(ttl.as_secs()),
-            ttl_nanos: AtomicU64::new(u64::from(ttl.subsec_nanos())),
+            lease,
             release_on_drop: true,
         }
     }
@@ -79,22 +110,16 @@ impl IdbLock {
         stamp(self.deadline_us())
     }
 
-    fn deadline_us(&self) -> u64 {
-        self.deadline.load(Ordering::Relaxed)
+    pub(crate) fn deadline_us(&self) -> u64 {
+        self.lease.deadline.load(Ordering::Relaxed)
     }
 
     /// The ttl of the last grant or renew: what [`keep_alive`](Self::keep_alive) renews to.
     pub fn ttl(&self) -> Duration {
         Duration::new(
-            self.ttl_secs.load(Ordering::Relaxed),
-            self.ttl_nanos.load(Ordering::Relaxed) as u32,
+            self.lease.ttl_secs.load(Ordering::Relaxed),
+            self.lease.ttl_nanos.load(Ordering::Relaxed) as u32,
         )
-    }
-
-    fn set_ttl(&self, ttl: Duration) {
-        self.ttl_secs.store(ttl.as_secs(), Ordering::Relaxed);
-        self.ttl_nanos
-            .store(u64::from(ttl.subsec_nanos()), Ordering::Relaxed);
     }
 
     /// This grant as a [`LeaseInfo`] (name, owner, token, current deadline): what
@@ -104,7 +129,7 @@ impl IdbLock {
     }
 
     /// `Expired` for this lease at engine time `now_us`.
-    fn expired(&self, now_us: u64) -> LockError {
+    pub(crate) fn expired(&self, now_us: u64) -> LockError {
         crate::util::expired(
             &self.name,
             self.token,
@@ -129,11 +154,26 @@ impl IdbLock {
     /// # }
     /// ```
     pub fn is_held(&self) -> IdbFuture<'static, bool> {
-        let token = self.token;
-        let tx = self
-            .store
-            .on_row(&self.name, move |row, cx| ops::is_held(row, cx, token));
-        BoxedFuture::new(async move { Ok(tx.await?.is_some()) })
+        let look = self.look();
+        BoxedFuture::new(async move { Ok(look.await?) })
+    }
+
+    /// One look at the database: whether the lease is live; a `false` is remembered (a lost
+    /// lease never comes back: its token is never granted again).
+    pub(crate) fn look(&self) -> impl Future<Output = Result<bool, TxError>> + 'static {
+        let (token, owner) = (self.token, self.owner.clone());
+        let lease = Shared::clone(&self.lease);
+        let on_commit: OnCommit<Option<u64>> = Box::new(move |held| {
+            if held.is_none() {
+                lease.lost.store(true, Ordering::Relaxed);
+            }
+        });
+        let tx = self.store.on_row_then(
+            &self.name,
+            move |row, cx| ops::is_held(row, cx, token, &owner),
+            Some(on_commit),
+        );
+        async move { Ok(tx.await?.is_some()) }
     }
 
     /// Resets the deadline to now + `ttl` (on the engine's clock) and keeps the token.
@@ -156,26 +196,37 @@ impl IdbLock {
         if ttl.is_zero() {
             return BoxedFuture::new(ready(Err(crate::util::zero_ttl())));
         }
-        BoxedFuture::new(self.renew_now(ttl))
+        let renewal = self.renewal(ttl);
+        BoxedFuture::new(async move {
+            match renewal.await? {
+                Ok(_) => Ok(()),
+                Err(now) => Err(self.expired(now)),
+            }
+        })
     }
 
-    /// One renewal; `Ok` with the new deadline set on the handle.
-    async fn renew_now(&self, ttl: Duration) -> Result<(), LockError> {
-        let (token, ttl_us) = (self.token, micros(ttl));
-        let (answer, now) = self
-            .store
-            .on_row(&self.name, move |row, cx| {
-                (ops::renew(row, cx, token, ttl_us), cx.now)
-            })
-            .await?;
-        match answer {
+    /// One renewal, sent now. Its answer is applied to the handle when it commits (the new
+    /// deadline and ttl, or the lease marked lost), whether or not the future is still
+    /// polled: a renewal dropped in flight (a `select!` that chose another branch) leaves
+    /// the handle's [`info`](Self::info) equal to what [`IdbLocks::holder`] reports.
+    pub(crate) fn renewal(
+        &self,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Renewed, TxError>> + 'static {
+        let (token, owner, ttl_us) = (self.token, self.owner.clone(), micros(ttl));
+        let lease = Shared::clone(&self.lease);
+        let on_commit: OnCommit<Renewed> = Box::new(move |renewed| match renewed {
             Ok(deadline) => {
-                self.deadline.store(deadline, Ordering::Relaxed);
-                self.set_ttl(ttl);
-                Ok(())
+                lease.deadline.store(*deadline, Ordering::Relaxed);
+                lease.set_ttl(ttl);
             }
-            Err(()) => Err(self.expired(now)),
-        }
+            Err(_) => lease.lost.store(true, Ordering::Relaxed),
+        });
+        self.store.on_row_then(
+            &self.name,
+            move |row, cx| ops::renew(row, cx, token, &owner, ttl_us).map_err(|()| cx.now),
+            Some(on_commit),
+        )
     }
 
     /// Releases the lease: `Ok(true)` when it was live and is now free (or handed to the
@@ -198,11 +249,15 @@ impl IdbLock {
     /// ```
     pub fn release(mut self) -> IdbFuture<'static, bool> {
         self.release_on_drop = false;
-        let token = self.token;
-        BoxedFuture::new(
-            self.store
-                .on_row(&self.name, move |row, cx| ops::release(row, cx, token)),
-        )
+        BoxedFuture::new(self.send_release())
+    }
+
+    /// The release transaction, sent now.
+    fn send_release(&self) -> impl Future<Output = Result<bool, LockError>> + 'static {
+        let (token, owner) = (self.token, self.owner.clone());
+        self.store.on_row(&self.name, move |row, cx| {
+            ops::release(row, cx, token, &owner)
+        })
     }
 
     /// Gives up the handle without releasing: the lease stays until its deadline.
@@ -219,122 +274,14 @@ impl IdbLock {
     pub fn detach(mut self) {
         self.release_on_drop = false;
     }
-
-    /// Renews the lease to its [`ttl`](Self::ttl) while it is polled, and resolves only when
-    /// the lease is lost, with the reason: [`LockError::Expired`] once a renewal is refused
-    /// (lapsed, force-released) or cannot finish before the deadline, the renewal's
-    /// [`LockError::Unavailable`] when IndexedDB failed. Race it against the work, which may
-    /// keep reading [`token`](Self::token) and [`deadline`](Self::deadline) meanwhile.
-    ///
-    /// It renews every `every`, recomputed from the current ttl at each turn: a zero `every`
-    /// means a third of the ttl, and anything above half the ttl is clamped to half (so that
-    /// a typo cannot turn keep-alive off). A renewal may take up to the
-    /// [`io_timeout`](crate::IdbConfig::with_io_timeout): a ttl below twice the io_timeout
-    /// is refused at the first poll with `InvalidTtl`.
-    ///
-    /// # Example
-    /// ```no_run
-    /// # use core::time::Duration;
-    /// # async fn work(token: u64) {}
-    /// # async fn run(lock: alkstore_idb::IdbLock) -> Result<(), alkstore_idb::LockError> {
-    /// use futures_lite::future::or;
-    /// let alive = async { Err(lock.keep_alive(Duration::ZERO).await) };
-    /// let done = async { work(lock.token()).await; Ok(()) };
-    /// or(done, alive).await?; // the work stops if the lease is lost
-    /// lock.release().await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn keep_alive(&self, every: Duration) -> IdbKeepAlive<'_> {
-        BoxedFuture::new(async move {
-            let io = self.store.config().io_timeout();
-            let watch = self
-                .store
-                .inner
-                .db
-                .register(&crate::sys::new_id(), &self.name);
-            loop {
-                // The ttl may have changed since the last turn (a renew to another ttl).
-                let ttl = self.ttl();
-                if ttl < io.saturating_mul(2) {
-                    return crate::util::too_short_to_keep_alive(ttl, io);
-                }
-                // Counted from the deadline: a keep-alive started late renews at once.
-                let due = alkstore_mem::contract::next_renewal(self.deadline(), ttl, every)
-                    .as_nanos()
-                    / 1_000;
-                let now = self.store.now_us();
-                let deadline = self.deadline_us();
-                if now >= deadline {
-                    return self.expired(now);
-                }
-                if now < due {
-                    let nap = sleep_us(due.min(deadline) - now);
-                    if let Either::Right(()) = race(nap, watch.notified()).await {
-                        // Woken: force-released, or a test moved the clock. Look again.
-                        match self.is_held().await {
-                            Ok(true) => {}
-                            Ok(false) => return self.expired(self.store.now_us()),
-                            Err(err) => return err,
-                        }
-                    }
-                    continue;
-                }
-                // Due: renew, but never wait past the deadline for the answer.
-                let left = deadline - now;
-                match race(self.renew_now(self.ttl()), sleep_us(left)).await {
-                    Either::Left(Ok(())) => {}
-                    Either::Left(Err(err)) => return err,
-                    Either::Right(()) => return self.expired(self.store.now_us()),
-                }
-            }
-        })
-    }
-
-    /// Resolves once the lease is no longer held, with the reason as
-    /// [`LockError::Expired`]: at the deadline (renewals push it out), or as soon as another
-    /// context force-released it (told over the `BroadcastChannel`). It needs no
-    /// transaction to notice a lapse: time alone says so.
-    ///
-    /// # Example
-    /// ```no_run
-    /// # async fn run(lock: alkstore_idb::IdbLock) {
-    /// let why = lock.lapsed().await;
-    /// eprintln!("stop writing: {why}");
-    /// # }
-    /// ```
-    pub fn lapsed(&self) -> IdbLapsed<'_> {
-        BoxedFuture::new(async move {
-            let watch = self
-                .store
-                .inner
-                .db
-                .register(&crate::sys::new_id(), &self.name);
-            loop {
-                let now = self.store.now_us();
-                let deadline = self.deadline_us();
-                if now >= deadline {
-                    return self.expired(now);
-                }
-                if let Either::Right(()) = race(sleep_us(deadline - now), watch.notified()).await {
-                    if let Ok(false) = self.is_held().await {
-                        return self.expired(self.store.now_us());
-                    }
-                }
-            }
-        })
-    }
 }
 
 impl Drop for IdbLock {
     fn drop(&mut self) {
         if self.release_on_drop {
-            let token = self.token;
-            // Sent now; it runs on its own. If it fails, the lease lapses at its deadline.
-            drop(
-                self.store
-                    .on_row(&self.name, move |row, cx| ops::release(row, cx, token)),
-            );
+            // Sent now (after opening the connection again if it was closed); it runs on its
+            // own. If it fails, the lease lapses at its deadline.
+            drop(self.send_release());
         }
     }
 }

@@ -2,7 +2,6 @@
 
 use core::fmt;
 use core::future::{Future, ready};
-use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
 use alkstore_mem::validate::{check_name, check_request};
@@ -12,7 +11,7 @@ use crate::acquire::IdbAcquire;
 use crate::cancel::CancelGuard;
 use crate::config::IdbConfig;
 use crate::lock::IdbLock;
-use crate::sys::{self, Reading, Scope};
+use crate::sys::{self, OnCommit, Scope, TxError};
 use crate::tx::ops::{self, Ctx};
 use crate::tx::row::Row;
 use crate::util::{micros, stamp};
@@ -48,10 +47,6 @@ pub struct IdbLocks {
 pub(crate) struct Inner {
     pub(crate) db: sys::Db,
     pub(crate) config: IdbConfig,
-    /// The test clock's offset as last seen (0 outside test builds).
-    offset: AtomicU64,
-    /// The latest engine time seen: local estimates never go below it.
-    floor: AtomicU64,
 }
 
 impl IdbLocks {
@@ -98,12 +93,7 @@ impl IdbLocks {
         let db = sys::open(db_name, config.io_timeout()).await?;
         Ok(IdbLocks {
             #[allow(clippy::arc_with_non_send_sync)]
-            inner: Shared::new(Inner {
-                db,
-                config,
-                offset: AtomicU64::new(0),
-                floor: AtomicU64::new(0),
-            }),
+            inner: Shared::new(Inner { db, config }),
         })
     }
 
@@ -117,7 +107,7 @@ impl IdbLocks {
         self.inner.db.name()
     }
 
-    /// Runs `body` on the row of `name` in one transaction, created now.
+    /// Runs `body` on the row of `name` in one transaction, sent now (polled or not).
     pub(crate) fn on_row<R, B>(
         &self,
         name: &str,
@@ -127,34 +117,37 @@ impl IdbLocks {
         R: 'static,
         B: FnOnce(&mut Row, &mut Ctx<'_>) -> R + 'static,
     {
-        let tx = self
-            .inner
-            .db
-            .transact(Scope::Row(name.into()), move |rows, cx| {
-                body(&mut rows[0].1, cx)
-            });
-        let store = self.clone();
-        async move {
-            let (answer, reading) = tx.await?;
-            store.saw(reading);
-            Ok(answer)
-        }
+        let tx = self.on_row_then(name, body, None);
+        async move { Ok(tx.await?) }
     }
 
-    /// Records a committed transaction's clock.
-    pub(crate) fn saw(&self, reading: Reading) {
-        self.inner.offset.store(reading.offset, Ordering::Relaxed);
-        self.inner.floor.fetch_max(reading.now, Ordering::Relaxed);
+    /// As [`on_row`](Self::on_row), with `on_commit` run on the answer once the transaction
+    /// committed (even if the future was dropped meanwhile), and the failure kept as a
+    /// [`TxError`] (whether it timed out).
+    pub(crate) fn on_row_then<R, B>(
+        &self,
+        name: &str,
+        body: B,
+        on_commit: Option<OnCommit<R>>,
+    ) -> impl Future<Output = Result<R, TxError>> + 'static
+    where
+        R: 'static,
+        B: FnOnce(&mut Row, &mut Ctx<'_>) -> R + 'static,
+    {
+        let tx = self.inner.db.transact_then(
+            Scope::Row(name.into()),
+            move |rows, cx| body(&mut rows[0].1, cx),
+            on_commit,
+        );
+        async move { Ok(tx.await?.0) }
     }
 
-    /// The engine's time now, as this context estimates it: `Date.now()` plus the last seen
-    /// test offset, never below the latest time a transaction reported. Never ahead of what
-    /// the next transaction will read, so a sleep to a deadline by it never ends early.
+    /// The engine's time now, as this context estimates it (µs): the later of `Date.now()`
+    /// (plus the test offset last seen) and this context's last transaction's time carried
+    /// forward by the monotonic clock. A lease this says is over may still look live to a
+    /// context whose clock stepped back, never the other way round.
     pub(crate) fn now_us(&self) -> u64 {
-        let offset = self.inner.offset.load(Ordering::Relaxed);
-        sys::date_now_us()
-            .saturating_add(offset)
-            .max(self.inner.floor.load(Ordering::Relaxed))
+        self.inner.db.now_us()
     }
 
     /// Takes the lock `name` for `owner` until `ttl` from now, if it is free.
@@ -316,10 +309,8 @@ impl IdbLocks {
             }
             (held, waiting)
         });
-        let store = self.clone();
         BoxedFuture::new(async move {
-            let ((mut held, mut waiting), reading) = tx.await?;
-            store.saw(reading);
+            let ((mut held, mut waiting), _) = tx.await?;
             // By name as Rust orders strings (IndexedDB orders keys by UTF-16 code units);
             // stable, so each name's waiters keep their queue order.
             held.sort_by(|a, b| a.name().cmp(b.name()));
@@ -378,8 +369,7 @@ impl IdbLocks {
         });
         let store = self.clone();
         BoxedFuture::new(async move {
-            let ((), reading) = tx.await?;
-            store.saw(reading);
+            tx.await?;
             store.inner.db.post_all();
             Ok(())
         })

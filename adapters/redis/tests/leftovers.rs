@@ -293,10 +293,15 @@ fn after_a_burst_of_operations_the_namespace_holds_only_what_its_live_state_need
     eventually("only the counters and the marks are left", || {
         keys_but_marks(&ns) == counters(&ns)
     });
+    // (On a loaded machine some marks may be gone already: each lives one second.)
     let marks = marks(&ns);
-    assert!(!marks.is_empty());
     for (key, pttl) in &marks {
-        assert!((1..=1000).contains(pttl), "{key} expires in {pttl} ms");
+        // -2: it expired between the listing and the PTTL (a loaded machine); -1 (no expiry)
+        // or more than its second would be the defect.
+        assert!(
+            (1..=1000).contains(pttl) || *pttl == -2,
+            "{key} expires in {pttl} ms"
+        );
     }
     eprintln!(
         "after the burst: {} release marks, each gone within 1 s",

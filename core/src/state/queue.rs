@@ -50,7 +50,7 @@ use hashbrown::{HashMap, hash_table};
 use super::{Request, State};
 use crate::deferred::Deferred;
 use crate::lease::LeaseInfo;
-use crate::table::{Grant, LockTable, OwnedText, shrink_if_sparse};
+use crate::table::{Grant, LockTable, OwnedText, free_if_empty};
 use crate::time::{Timestamp, live};
 
 /// The waiters of one name, in arrival order.
@@ -154,7 +154,7 @@ impl State {
         match queue.head(&self.waiters) {
             None => {
                 let (_, vacant) = entry.remove();
-                shrink_if_sparse(vacant.into_table(), |q| q.hash);
+                free_if_empty(vacant.into_table(), |q| q.hash);
                 self.table.unpin(hash);
             }
             Some(head) => {
@@ -201,7 +201,12 @@ pub(super) fn remove_waiter(waiters: &mut HashMap<u64, Waiter>, id: u64, later: 
     if let Some(waiter) = waiters.remove(&id) {
         later.discard(waiter.waker);
     }
-    if waiters.capacity() > 4 * waiters.len().max(4) {
+    if waiters.is_empty() {
+        // The last waiter of the shard: its room goes too (names with waiters come and go).
+        if waiters.capacity() > 0 {
+            *waiters = HashMap::new();
+        }
+    } else if waiters.capacity() > 4 * waiters.len().max(4) {
         waiters.shrink_to(waiters.len());
     }
 }
@@ -257,7 +262,7 @@ pub(super) fn settle_queue(
                 Some(next) => later.wake(waiters.get_mut(&next).and_then(|w| w.waker.take())),
                 None => {
                     let (_, vacant) = entry.remove();
-                    shrink_if_sparse(vacant.into_table(), |q| q.hash);
+                    free_if_empty(vacant.into_table(), |q| q.hash);
                     table.unpin(hash);
                 }
             }

@@ -20,7 +20,7 @@ use crate::validate::{check_request, check_ttl, name_refusal};
 
 pub(crate) use grant::{Grant, Joined, LeaseSource, OwnedText};
 pub(crate) use pool::Pool;
-pub(crate) use reclaim::shrink_if_sparse;
+pub(crate) use reclaim::{free_if_empty, shrink_if_sparse};
 use slot::{LAPSED, Slot};
 
 /// The table never sweeps below this many entries: sweeping a tiny table saves nothing.

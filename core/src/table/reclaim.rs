@@ -34,7 +34,7 @@ impl LockTable {
                 pin.remove();
                 // Its slot may be lapsed; let the next capacity check sweep it.
                 self.earliest_deadline = self.earliest_deadline.min(self.latest);
-                shrink_if_sparse(&mut self.pins, |p| p.0);
+                free_if_empty(&mut self.pins, |p| p.0);
             }
         }
     }
@@ -70,6 +70,19 @@ impl LockTable {
 pub(crate) fn shrink_if_sparse<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
     if table.capacity() > 4 * table.len().max(MIN_SWEEP_LEN) {
         shrink(table, hash);
+    }
+}
+
+/// Frees all of `table`'s room once it is empty, else shrinks it as
+/// [`shrink_if_sparse`] does: for the tables of waiters, whose names come and go (the lease
+/// table keeps a little room instead, since a name is granted and released over and over).
+pub(crate) fn free_if_empty<T>(table: &mut HashTable<T>, hash: impl Fn(&T) -> u64) {
+    if table.is_empty() {
+        if table.capacity() > 0 {
+            *table = HashTable::new();
+        }
+    } else {
+        shrink_if_sparse(table, hash);
     }
 }
 

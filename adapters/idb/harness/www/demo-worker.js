@@ -39,7 +39,9 @@ self.onmessage = async ({ data }) => {
       await sleep(150);
       await write(lock.token, 10);
     }
-    event({ kind: 'released', released: await lock.release() });
-    await sleep(200 + Math.random() * 200);
+    const released = await lock.release();
+    event({ kind: 'released', released });
+    // A worker that learns it was fenced off backs off a little longer before it waits again.
+    await sleep(released ? 200 + Math.random() * 200 : 1500);
   }
 };

@@ -9,7 +9,20 @@ const DB = 'alkstore-demo';
 const NAME = 'invoice/1001';
 const WORKERS = ['worker-1', 'worker-2', 'worker-3', 'worker-4'];
 const locks = await alk.Locks.open(DB, 1000, 250);
+// The ledger stands for one resource that every tab writes to: its Fence learns the tokens
+// accepted in other tabs of the demo too (over a BroadcastChannel of its own), so that a
+// second tab's stale write is refused as it would be by a real shared store.
 const fence = new alk.Fence();
+const ledgerChannel = new BroadcastChannel('alkstore-demo-ledger');
+ledgerChannel.onmessage = ({ data }) => {
+  if (typeof data !== 'number') return;
+  fence.check(data);
+  // In two tabs the worker that takes over a stalled lease may be the other tab's.
+  if (outcome.stalledToken !== null && outcome.takeover === null && data > outcome.stalledToken) {
+    outcome.takeover = { me: 'a worker of another tab', token: data };
+    tell(`a worker of another tab took over (token ${short(data)}): worker-3's lease lapsed at its ttl while worker-3 was stuck`);
+  }
+};
 const t0 = performance.now();
 const story = [];
 const at = () => `${((performance.now() - t0) / 1000).toFixed(2)}s`;
@@ -32,7 +45,7 @@ function show(me, state, token, writes) {
   rows.set(me, r);
   $('workers').innerHTML = WORKERS.map((w) => {
     const x = rows.get(w) ?? { state: 'idle', writes: 0 };
-    return `<tr><td>${w}</td><td class="state ${x.state}">${x.state}</td><td>${x.token ? short(x.token) : '-'}</td><td>${x.writes}</td></tr>`;
+    return `<tr><td>${w}</td><td class="state ${x.state.replace(' ', '-')}">${x.state}</td><td>${x.token ? short(x.token) : '-'}</td><td>${x.writes}</td></tr>`;
   }).join('');
 }
 
@@ -43,6 +56,7 @@ const workers = WORKERS.map((me) => {
     if (data.write) {
       const refused = fence.check(data.write.token);
       if (refused === null) {
+        ledgerChannel.postMessage(data.write.token);
         ledger.total += data.write.amount;
         ledger.highest = data.write.token;
         show(me, 'holding', data.write.token, (rows.get(me)?.writes ?? 0) + 1);
@@ -74,12 +88,14 @@ const workers = WORKERS.map((me) => {
       tell(`${me} stalls for ${e.ms / 1000} s inside its turn (a long computation: no event loop, no keep-alive)`, 'bad');
     }
     if (e.kind === 'released') {
-      show(me, 'idle');
       if (!e.released) {
+        // It stays shown as fenced off while it backs off, until it waits again.
+        show(me, 'fenced off');
         outcome.lateRelease = { me, released: e.released };
         tell(`${me}'s release answers false: its lease had lapsed, and it knows it`, 'bad');
         window.demoRefused = true;
       } else {
+        show(me, 'idle');
         tell(`${me} releases ${NAME}`);
       }
     }
@@ -107,7 +123,7 @@ tell(`4 dedicated workers start; each waits for ${NAME}, adds to the ledger twic
 const done = new Promise((resolve) => {
   const check = setInterval(() => {
     const everyone = WORKERS.every((w) => (outcome.turns.get(w) ?? 0) >= 1);
-    if ((outcome.refusedWrite && outcome.lateRelease && everyone) || performance.now() - t0 > 20000) {
+    if ((outcome.refusedWrite && outcome.lateRelease && outcome.takeover && everyone) || performance.now() - t0 > 20000) {
       clearInterval(check);
       resolve();
     }

@@ -2,7 +2,7 @@
 // dedicated workers that load the same bundle (window.spawn) and keeps the fenced ledger that
 // workers write to.
 import init, * as alk from './pkg/alkstore_idb_harness.js';
-import * as scenarios from './scenarios.js';
+import * as scenarios from './cross.js';
 
 await init();
 const ledger = new alk.Fence();

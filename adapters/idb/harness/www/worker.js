@@ -1,6 +1,6 @@
 // A dedicated worker of the harness: loads the page's own bundle and runs scenarios on request.
 import init from './pkg/alkstore_idb_harness.js';
-import * as scenarios from './scenarios.js';
+import * as scenarios from './cross.js';
 
 await init();
 let nextWrite = 0;

@@ -2,11 +2,15 @@
 //! `alkstore-idb:<database>`), and the local sleepers it wakes.
 //!
 //! Messages: `w:<id>` (waiter `id` should re-check: it was handed a lease or became first in
-//! line), `n:<name>` (the lease on `name` was ended by force), `*` (every sleeper re-checks: a
-//! test moved the clock). A channel does not deliver to itself, so every post is also
-//! dispatched locally. Messages can be missed (a context that is just starting, a browser
-//! without `BroadcastChannel`): every sleeper also wakes at its own bounded deadline, so a
-//! lost message costs time, never a lease.
+//! line), `n:<name>` (the lease on `name` was ended by force), `t:<token>` (the lease with
+//! this fencing token was found lapsed by some context: its holder re-checks, whatever its
+//! own clock says), and in test builds only `*` (every sleeper re-checks: a test moved the
+//! clock; other builds ignore it, so a forged `*` wakes nobody). A channel does not deliver
+//! to itself, so every post is also dispatched locally. Messages can be missed (a context
+//! that is just starting, a browser without `BroadcastChannel`): every sleeper also wakes at
+//! its own bounded deadline, so a lost message costs time, never a lease. A forged message
+//! costs its sleepers one look at the database, never a lease: they act on what the
+//! database says, not on the message.
 
 use core::cell::{Cell, RefCell};
 use core::future::Future;
@@ -40,6 +44,8 @@ struct Sleeper {
     key: u64,
     id: String,
     name: String,
+    /// The fencing token of the lease it watches, if it watches one.
+    token: Option<u64>,
     notify: Rc<Notify>,
 }
 
@@ -55,11 +61,18 @@ impl Sleepers {
             let hit = match message.split_once(':') {
                 Some(("w", id)) => s.id == id,
                 Some(("n", name)) => s.name == name,
-                _ => message == "*",
+                Some(("t", token)) => s.token.is_some_and(|t| token.parse() == Ok(t)),
+                _ => cfg!(feature = "test-clock") && message == "*",
             };
             if hit {
                 s.notify.wake();
             }
+        }
+    }
+
+    fn wake_all(&self) {
+        for s in &self.list {
+            s.notify.wake();
         }
     }
 }
@@ -117,7 +130,14 @@ impl Channel {
         match notice {
             Notice::Waiter(id) => self.send(&format!("w:{id}")),
             Notice::Ended(name) => self.send(&format!("n:{name}")),
+            Notice::Lapsed(token) => self.send(&format!("t:{token}")),
         }
+    }
+
+    /// Wakes every sleeper of this context (the connection was closed under it: the
+    /// database may have been deleted, so every holder and waiter looks again).
+    pub(crate) fn wake_local(&self) {
+        self.0.sleepers.borrow().wake_all();
     }
 
     /// Wakes every sleeper of every context.
@@ -126,8 +146,9 @@ impl Channel {
         self.send("*");
     }
 
-    /// Registers a sleeper woken by messages naming `id` or the lock `name`, and by `*`.
-    pub(crate) fn register(&self, id: &str, name: &str) -> Registration {
+    /// Registers a sleeper woken by messages naming `id`, the lock `name` or the lease with
+    /// `token`, and (test builds) by `*`.
+    pub(crate) fn register(&self, id: &str, name: &str, token: Option<u64>) -> Registration {
         let notify = Rc::new(Notify::default());
         let mut sleepers = self.0.sleepers.borrow_mut();
         sleepers.next += 1;
@@ -136,6 +157,7 @@ impl Channel {
             key,
             id: id.into(),
             name: name.into(),
+            token,
             notify: Rc::clone(&notify),
         });
         Registration {

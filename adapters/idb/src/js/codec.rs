@@ -5,10 +5,10 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use js_sys::{Array, Object, Reflect};
+use js_sys::{Array, JsString, Object, Reflect};
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::tx::row::{Lease, MAX_EXACT, Meta, Row, Ticket};
+use crate::tx::row::{Lease, MAX_EXACT, MAX_QUEUE, Meta, Row, Ticket};
 
 thread_local! {
     /// The field names as JavaScript strings, made once per context (every row uses them).
@@ -38,10 +38,20 @@ fn num(n: u64) -> JsValue {
     JsValue::from_f64(n as f64)
 }
 
+/// A string field. One with a lone surrogate (which no Rust string holds: reading it would
+/// turn it into U+FFFD, and writing it back would put the row under another name or owner)
+/// is refused; the costly check runs only when a U+FFFD shows up.
 fn string(obj: &JsValue, key: &'static str) -> Result<String, String> {
-    get(obj, key)
+    let value = get(obj, key);
+    let text = value
         .as_string()
-        .ok_or_else(|| format!("field {key:?} is not a string"))
+        .ok_or_else(|| format!("field {key:?} is not a string"))?;
+    if text.contains('\u{FFFD}') && !value.unchecked_ref::<JsString>().is_valid_utf16() {
+        return Err(format!(
+            "field {key:?} is not valid Unicode (it holds a lone surrogate)"
+        ));
+    }
+    Ok(text)
 }
 
 fn number(obj: &JsValue, key: &'static str) -> Result<u64, String> {
@@ -86,6 +96,12 @@ pub(crate) fn decode_row(value: &JsValue) -> Result<Row, String> {
     let queue: Array = queue
         .dyn_into()
         .map_err(|_| "field \"queue\" is not an array".to_string())?;
+    if queue.length() as usize > MAX_QUEUE {
+        return Err(format!(
+            "its queue holds {} tickets; alkstore-idb keeps at most {MAX_QUEUE}",
+            queue.length()
+        ));
+    }
     let mut tickets = Vec::with_capacity(queue.length() as usize);
     for t in queue.iter() {
         tickets.push(Ticket {

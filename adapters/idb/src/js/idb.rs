@@ -1,6 +1,7 @@
-//! IndexedDB: the connection (reopened when the browser closes it) and the start of one
-//! `readwrite` transaction per operation, whose body ([`crate::tx::ops`]) runs synchronously in
-//! the success handler of its reads (see `txn.rs`).
+//! IndexedDB: the connection (reopened when the browser closes it, once for all the
+//! transactions waiting for it) and the start of one `readwrite` transaction per operation,
+//! whose body ([`crate::tx::ops`]) runs synchronously in the success handler of its reads
+//! (see `txn.rs`).
 
 use core::cell::{Cell, RefCell};
 use core::task::{Context, Poll, Waker};
@@ -14,12 +15,12 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{DomException, Event, IdbDatabase, IdbRequest, IdbTransaction, IdbTransactionMode};
 
 use super::channel::Channel;
+use super::clock::EngineClock;
 use super::codec;
 use super::open::open_db;
 use super::txn::{self, Job, TxFuture};
-use super::watchdog::Watchdog;
-use crate::sys::{Rows, Scope};
-use crate::tx::ops::Ctx;
+use super::watchdog::{Watchdog, Watched};
+use crate::sys::{Answer, Scope, TxError};
 use crate::unavailable;
 
 /// An event handler kept alive by its owner.
@@ -81,13 +82,24 @@ impl<T> Slot<T> {
     }
 }
 
+/// A transaction waiting for the connection to be opened again.
+type Deferred = Box<dyn FnOnce(&Rc<Database>, Result<&IdbDatabase, &TxError>)>;
+
 /// The open connection, reopened when the browser closed it (the database was deleted, an
 /// upgrade elsewhere asked for it, or site data was cleared).
 pub(crate) struct Database {
     pub(crate) name: String,
     pub(crate) io_timeout: Duration,
     pub(crate) channel: Channel,
+    pub(crate) clock: Rc<EngineClock>,
     db: RefCell<Option<IdbDatabase>>,
+    /// Transactions made while the connection is being opened again, in call order: they
+    /// are sent, in that order, as soon as it is open (whether or not anyone polls them).
+    waiting: RefCell<Vec<Deferred>>,
+    reopening: Cell<bool>,
+    /// How many connections the browser closed under this store: a lease granted before
+    /// may have gone with a deleted database.
+    generation: Cell<u64>,
     watchdog: Rc<Watchdog>,
     /// `["locks", "meta"]` and `"clock"`, made once (every transaction uses them).
     stores: Array,
@@ -104,7 +116,11 @@ impl Database {
             name: name.into(),
             io_timeout,
             channel: Channel::new(&format!("alkstore-idb:{name}")),
+            clock: Rc::new(EngineClock::new()),
             db: RefCell::new(None),
+            waiting: RefCell::new(Vec::new()),
+            reopening: Cell::new(false),
+            generation: Cell::new(0),
             watchdog: Watchdog::new(),
             stores: Array::of2(&JsValue::from_str(LOCKS), &JsValue::from_str(META)),
             clock_key: JsValue::from_str(codec::CLOCK),
@@ -118,94 +134,150 @@ impl Database {
         let weak: Weak<Self> = Rc::downgrade(self);
         let on_close = Closure::<dyn FnMut(Event)>::new(move |_: Event| {
             if let Some(this) = weak.upgrade() {
-                if let Some(db) = this.db.borrow_mut().take() {
-                    db.close();
-                }
+                this.closed();
             }
         });
         db.set_onversionchange(Some(on_close.as_ref().unchecked_ref()));
         db.set_onclose(Some(on_close.as_ref().unchecked_ref()));
         if let Some(old) = self.db.replace(Some(db)) {
-            old.close();
+            forget(&old);
         }
         *self.on_close.borrow_mut() = Some(on_close);
     }
 
-    /// Runs `body` in one `readwrite` transaction over the rows of `scope`. The transaction is
-    /// created now, so transactions run in the order of these calls; the returned future
-    /// only waits for it (dropping it leaves the transaction to finish on its own).
-    pub(crate) fn transact<R, B>(self: &Rc<Self>, scope: Scope, body: B) -> TxFuture<R>
-    where
-        R: 'static,
-        B: FnOnce(&mut Rows, &mut Ctx<'_>) -> R + 'static,
-    {
-        let started = self.db.borrow().as_ref().map(|db| self.start(db, &scope));
-        match started {
-            Some(Ok((tx, requests))) => self.run(tx, requests, scope, Box::new(body)),
-            // Closed by the browser (or never reopened): open again, then run.
-            _ => {
-                let this = Rc::clone(self);
-                TxFuture::Later(Box::pin(async move {
-                    let db = open_db(&this.name, this.io_timeout).await?;
-                    this.install(db.clone());
-                    let (tx, requests) = this.start(&db, &scope)?;
-                    this.run(tx, requests, scope, Box::new(body)).await
-                }))
+    /// The browser closed the connection, or asked for it (another connection upgrades or
+    /// deletes the database): let it go, and wake every sleeper of this context to look
+    /// again (a lease may have gone with the database).
+    fn closed(&self) {
+        let db = self.db.borrow_mut().take();
+        if let Some(db) = db {
+            forget(&db);
+        }
+        self.generation.set(self.generation.get() + 1);
+        self.channel.wake_local();
+    }
+
+    /// How many connections the browser closed under this store so far.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.get()
+    }
+
+    /// Runs `job` in one `readwrite` transaction over the rows of its scope. The transaction
+    /// is created now (or, while the connection is being opened again, as soon as it is
+    /// open), so transactions run in the order of these calls, polled or not; the returned
+    /// future only waits for the answer.
+    pub(crate) fn transact<R: 'static>(self: &Rc<Self>, job: Job<R>) -> TxFuture<R> {
+        let slot = Slot::new();
+        let db = self.db.borrow().clone();
+        match db {
+            Some(db) => self.start(&db, job, Rc::clone(&slot)),
+            None => self.defer(job, Rc::clone(&slot)),
+        }
+        TxFuture(slot)
+    }
+
+    /// Creates the transaction on `db`, sends its reads and wires its handler.
+    fn start<R: 'static>(
+        self: &Rc<Self>,
+        db: &IdbDatabase,
+        job: Job<R>,
+        slot: Rc<Slot<Answer<R>>>,
+    ) {
+        match self.send_reads(db, &job.scope) {
+            Ok((tx, requests)) => {
+                let io = self.io_timeout;
+                let state = txn::run(tx, job, requests, slot, &self.channel, &self.clock, io);
+                let state: Rc<dyn Watched> = state;
+                self.watchdog
+                    .watch(io.as_secs_f64() * 1000.0, Rc::downgrade(&state));
             }
+            // Closing under us (the `versionchange` event is on its way): open again.
+            Err(e) if is_closing(&e) => {
+                self.closed();
+                self.defer(job, slot);
+            }
+            Err(e) => slot.fill(Err(TxError::failed(unavailable(format!(
+                "IndexedDB transaction refused: {}",
+                describe(&e)
+            ))))),
         }
     }
 
+    /// Queues `job` until the connection is open again, opening it if nobody is yet. The
+    /// open runs on its own (`spawn_local`), so a release sent by a `Drop` still goes out.
+    fn defer<R: 'static>(self: &Rc<Self>, job: Job<R>, slot: Rc<Slot<Answer<R>>>) {
+        self.waiting
+            .borrow_mut()
+            .push(Box::new(move |this, db| match db {
+                Ok(db) => this.start(db, job, slot),
+                Err(e) => slot.fill(Err(e.clone())),
+            }));
+        if self.reopening.replace(true) {
+            return;
+        }
+        let this = Rc::clone(self);
+        wasm_bindgen_futures::spawn_local(async move {
+            let opened = open_db(&this.name, this.io_timeout).await;
+            this.reopening.set(false);
+            let waiting = core::mem::take(&mut *this.waiting.borrow_mut());
+            match opened {
+                Ok(db) => {
+                    this.install(db.clone());
+                    for job in waiting {
+                        job(&this, Ok(&db));
+                    }
+                }
+                Err(e) => {
+                    for job in waiting {
+                        job(&this, Err(&e));
+                    }
+                }
+            }
+        });
+    }
+
     /// Creates the transaction and sends its reads.
-    fn start(
+    fn send_reads(
         &self,
         db: &IdbDatabase,
         scope: &Scope,
-    ) -> Result<(IdbTransaction, Vec<IdbRequest>), LockError> {
-        let fail =
-            |e: JsValue| unavailable(format!("IndexedDB transaction refused: {}", describe(&e)));
-        let tx = db
-            .transaction_with_str_sequence_and_mode(&self.stores, IdbTransactionMode::Readwrite)
-            .map_err(fail)?;
-        let meta = tx.object_store(META).map_err(fail)?;
-        let mut requests = vec![meta.get(&self.clock_key).map_err(fail)?];
+    ) -> Result<(IdbTransaction, Vec<IdbRequest>), JsValue> {
+        let tx =
+            db.transaction_with_str_sequence_and_mode(&self.stores, IdbTransactionMode::Readwrite)?;
+        let meta = tx.object_store(META)?;
+        let mut requests = vec![meta.get(&self.clock_key)?];
         match scope {
             Scope::Row(name) => {
-                let locks = tx.object_store(LOCKS).map_err(fail)?;
-                requests.push(locks.get(&JsValue::from_str(name)).map_err(fail)?);
+                let locks = tx.object_store(LOCKS)?;
+                requests.push(locks.get(&JsValue::from_str(name))?);
             }
             Scope::All => {
-                let locks = tx.object_store(LOCKS).map_err(fail)?;
-                requests.push(locks.get_all().map_err(fail)?);
+                let locks = tx.object_store(LOCKS)?;
+                requests.push(locks.get_all()?);
             }
             Scope::Meta => {}
         }
         Ok((tx, requests))
     }
+}
 
-    fn run<R: 'static>(
-        &self,
-        tx: IdbTransaction,
-        requests: Vec<IdbRequest>,
-        scope: Scope,
-        body: txn::Body<R>,
-    ) -> TxFuture<R> {
-        let job = Job {
-            body,
-            scope,
-            requests,
-        };
-        let (future, state) = txn::run(tx, job, &self.channel, self.io_timeout);
-        let deadline = js_sys::Date::now() + self.io_timeout.as_secs_f64() * 1000.0;
-        let state: Rc<dyn super::watchdog::Watched> = state;
-        self.watchdog.watch(deadline, Rc::downgrade(&state));
-        future
-    }
+/// Whether `e` says the connection is closing (`InvalidStateError`).
+fn is_closing(e: &JsValue) -> bool {
+    e.dyn_ref::<DomException>()
+        .is_some_and(|e| e.name() == "InvalidStateError")
+}
+
+/// Closes `db` after unhooking its handlers (their closure goes with the store).
+fn forget(db: &IdbDatabase) {
+    db.set_onversionchange(None);
+    db.set_onclose(None);
+    db.close();
 }
 
 impl Drop for Database {
     fn drop(&mut self) {
         if let Some(db) = self.db.get_mut().take() {
-            db.close();
+            forget(&db);
         }
     }
 }

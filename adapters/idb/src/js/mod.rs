@@ -1,6 +1,8 @@
-//! The browser backend (wasm32): IndexedDB transactions, the row codec, BroadcastChannel.
+//! The browser backend (wasm32): IndexedDB transactions, the row codec, BroadcastChannel,
+//! this context's view of the engine's clock.
 
 mod channel;
+mod clock;
 mod codec;
 mod idb;
 mod open;
@@ -13,10 +15,9 @@ use std::rc::Rc;
 use alkstore_mem::LockError;
 
 pub(crate) use channel::Registration;
-pub(crate) use idb::date_now_us;
 pub(crate) use txn::TxFuture;
 
-use crate::sys::{Rows, Scope};
+use crate::sys::{OnCommit, Rows, Scope};
 use crate::tx::ops::Ctx;
 
 /// An open database and its wake-up channel, shared by a store's clones.
@@ -35,18 +36,39 @@ pub(crate) async fn open(name: &str, io_timeout: Duration) -> Result<Db, LockErr
 }
 
 impl Db {
-    /// Runs `body` in one `readwrite` transaction over `scope`, created now.
+    /// Runs `body` in one `readwrite` transaction over `scope`, sent now (see
+    /// [`transact_then`](Self::transact_then)).
     pub(crate) fn transact<R, B>(&self, scope: Scope, body: B) -> TxFuture<R>
     where
         R: 'static,
         B: FnOnce(&mut Rows, &mut Ctx<'_>) -> R + 'static,
     {
-        self.0.transact(scope, body)
+        self.transact_then(scope, body, None)
     }
 
-    /// Registers a sleeper for wake-ups naming `id` or the lock `name`.
-    pub(crate) fn register(&self, id: &str, name: &str) -> Registration {
-        self.0.channel.register(id, name)
+    /// Runs `body` in one `readwrite` transaction over `scope`, sent now (or as soon as the
+    /// connection is open again), polled or not; `on_commit` sees the answer once it
+    /// committed, even if the future was dropped.
+    pub(crate) fn transact_then<R, B>(
+        &self,
+        scope: Scope,
+        body: B,
+        on_commit: Option<OnCommit<R>>,
+    ) -> TxFuture<R>
+    where
+        R: 'static,
+        B: FnOnce(&mut Rows, &mut Ctx<'_>) -> R + 'static,
+    {
+        self.0.transact(txn::Job {
+            scope,
+            body: Box::new(body),
+            on_commit,
+        })
+    }
+
+    /// Registers a sleeper for wake-ups naming `id`, the lock `name` or the lease `token`.
+    pub(crate) fn register(&self, id: &str, name: &str, token: Option<u64>) -> Registration {
+        self.0.channel.register(id, name, token)
     }
 
     /// Wakes every sleeper of every context.
@@ -58,6 +80,16 @@ impl Db {
     /// The database's name.
     pub(crate) fn name(&self) -> &str {
         &self.0.name
+    }
+
+    /// The engine's time as this context estimates it (µs).
+    pub(crate) fn now_us(&self) -> u64 {
+        self.0.clock.now_us()
+    }
+
+    /// How many connections the browser closed under this store so far.
+    pub(crate) fn generation(&self) -> u64 {
+        self.0.generation()
     }
 }
 

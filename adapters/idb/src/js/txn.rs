@@ -14,35 +14,45 @@ use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Event, IdbRequest, IdbTransaction};
 
 use super::channel::Channel;
+use super::clock::EngineClock;
 use super::codec;
-use super::idb::{Handler, LOCKS, META, Slot, date_now_us, describe};
+use super::idb::{Handler, LOCKS, META, Slot, describe};
 use super::watchdog::Watched;
-use crate::sys::{Reading, Rows, Scope};
+use crate::sys::{Answer, OnCommit, Reading, Rows, Scope, TxError};
 use crate::tx::ops::{Ctx, Notice};
 use crate::tx::row::Meta;
 use crate::{codec_err, unavailable};
 
-/// A transaction's answer: the body's, with the clock it read.
-pub(crate) type Answer<R> = Result<(R, Reading), LockError>;
-
 pub(crate) type Body<R> = Box<dyn FnOnce(&mut Rows, &mut Ctx<'_>) -> R>;
 
-/// What the success handler needs: the body and the reads it decides on.
+/// A transaction to run: its rows, its body, what runs once it committed.
 pub(crate) struct Job<R> {
-    pub(crate) body: Body<R>,
     pub(crate) scope: Scope,
-    pub(crate) requests: Vec<IdbRequest>,
+    pub(crate) body: Body<R>,
+    pub(crate) on_commit: Option<OnCommit<R>>,
 }
+
+/// What the success handler needs: the job and the reads it decides on.
+struct Sent<R> {
+    job: Job<R>,
+    requests: Vec<IdbRequest>,
+}
+
+/// What the body decided, kept until the commit: the answer, the clock it read, what to post,
+/// what to run on the answer.
+type Decided<R> = (R, Reading, Vec<Notice>, Option<OnCommit<R>>);
 
 /// One transaction's state, shared by its handler, its future and the watchdog.
 pub(crate) struct TxState<R> {
-    slot: Rc<Slot<Result<(R, Reading), LockError>>>,
+    slot: Rc<Slot<Answer<R>>>,
     tx: IdbTransaction,
     io: Duration,
-    job: RefCell<Option<Job<R>>>,
+    clock: Rc<EngineClock>,
+    sent: RefCell<Option<Sent<R>>>,
     /// The body's answer, handed out once the transaction committed.
-    pending: RefCell<Option<(R, Reading, Vec<Notice>)>>,
-    /// Why the body refused to write (a malformed row): reported instead of the abort.
+    pending: RefCell<Option<Decided<R>>>,
+    /// Why the body refused to write (a malformed row, a refusal): reported instead of the
+    /// abort.
     failed: RefCell<Option<LockError>>,
     finished: Cell<bool>,
     handler: RefCell<Option<Handler>>,
@@ -57,28 +67,32 @@ impl<R> Watched for TxState<R> {
         // Aborting a transaction that has not committed guarantees it changed nothing; one
         // that is already committing cannot be aborted, and its answer is about to come.
         if !self.finished.get() && self.tx.abort().is_ok() {
-            self.slot.fill(Err(unavailable(format!(
+            self.slot.fill(Err(TxError::timed_out(unavailable(format!(
                 "IndexedDB did not finish a transaction within {:?} (another context of this \
                  origin may be stalled inside one)",
                 self.io
-            ))));
+            )))));
         }
     }
 }
 
-/// Wires the handler of `tx`, whose reads are `job.requests`; the future of its answer.
+/// Wires the handler of `tx`, whose reads are `requests`; its answer goes to `slot`.
 pub(crate) fn run<R: 'static>(
     tx: IdbTransaction,
     job: Job<R>,
+    requests: Vec<IdbRequest>,
+    slot: Rc<Slot<Answer<R>>>,
     channel: &Channel,
+    clock: &Rc<EngineClock>,
     io: Duration,
-) -> (TxFuture<R>, Rc<TxState<R>>) {
-    let last = job.requests.last().cloned();
+) -> Rc<TxState<R>> {
+    let last = requests.last().cloned();
     let state = Rc::new(TxState {
-        slot: Slot::new(),
+        slot,
         tx: tx.clone(),
         io,
-        job: RefCell::new(Some(job)),
+        clock: Rc::clone(clock),
+        sent: RefCell::new(Some(Sent { job, requests })),
         pending: RefCell::new(None),
         failed: RefCell::new(None),
         finished: Cell::new(false),
@@ -98,16 +112,16 @@ pub(crate) fn run<R: 'static>(
     tx.set_oncomplete(Some(f));
     tx.set_onabort(Some(f));
     *state.handler.borrow_mut() = Some(handler);
-    (TxFuture::Running(Rc::clone(&state.slot)), state)
+    state
 }
 
 fn on_event<R>(state: &TxState<R>, channel: &Channel, kind: &str) {
     match kind {
         "success" => {
-            let Some(job) = state.job.borrow_mut().take() else {
+            let Some(sent) = state.sent.borrow_mut().take() else {
                 return;
             };
-            if let Err(err) = decide(state, job) {
+            if let Err(err) = decide(state, sent) {
                 *state.failed.borrow_mut() = Some(err);
                 let _ = state.tx.abort();
             }
@@ -116,15 +130,18 @@ fn on_event<R>(state: &TxState<R>, channel: &Channel, kind: &str) {
             state.finished.set(true);
             let done = state.pending.borrow_mut().take();
             match done {
-                Some((answer, reading, notices)) => {
+                Some((answer, reading, notices, on_commit)) => {
                     for notice in &notices {
                         channel.post(notice);
                     }
+                    if let Some(on_commit) = on_commit {
+                        on_commit(&answer);
+                    }
                     state.slot.fill(Ok((answer, reading)));
                 }
-                None => state.slot.fill(Err(unavailable(
+                None => state.slot.fill(Err(TxError::failed(unavailable(
                     "IndexedDB committed a transaction without an answer",
-                ))),
+                )))),
             }
             // Dropped while it runs: wasm-bindgen frees it when this call returns.
             state.handler.borrow_mut().take();
@@ -138,7 +155,7 @@ fn on_event<R>(state: &TxState<R>, channel: &Channel, kind: &str) {
                     .map_or_else(|| "aborted".into(), |e| describe(&e));
                 unavailable(format!("IndexedDB transaction failed: {why}"))
             });
-            state.slot.fill(Err(err));
+            state.slot.fill(Err(TxError::failed(err)));
             state.handler.borrow_mut().take();
         }
         _ => {}
@@ -146,22 +163,23 @@ fn on_event<R>(state: &TxState<R>, channel: &Channel, kind: &str) {
 }
 
 /// The body of the transaction: decodes what was read, decides, writes what changed.
-fn decide<R>(state: &TxState<R>, job: Job<R>) -> Result<(), LockError> {
+fn decide<R>(state: &TxState<R>, sent: Sent<R>) -> Result<(), LockError> {
+    let Sent { job, requests } = sent;
     let result = |r: &IdbRequest| {
         r.result()
             .map_err(|e| unavailable(format!("IndexedDB read failed: {}", describe(&e))))
     };
     let mut meta =
-        codec::decode_meta(&result(&job.requests[0])?).map_err(|e| codec_err("clock", &e))?;
+        codec::decode_meta(&result(&requests[0])?).map_err(|e| codec_err("clock", &e))?;
     let mut rows: Rows = Vec::new();
     match &job.scope {
         Scope::Row(name) => {
-            let value = result(&job.requests[1])?;
+            let value = result(&requests[1])?;
             let row = codec::decode_row(&value).map_err(|e| codec_err(name, &e))?;
             rows.push((name.clone(), row));
         }
         Scope::All => {
-            let values: Array = result(&job.requests[1])?.unchecked_into();
+            let values: Array = result(&requests[1])?.unchecked_into();
             for value in values.iter() {
                 let name = codec::row_name(&value).map_err(|e| codec_err("(unnamed)", &e))?;
                 let row = codec::decode_row(&value).map_err(|e| codec_err(&name, &e))?;
@@ -172,20 +190,25 @@ fn decide<R>(state: &TxState<R>, job: Job<R>) -> Result<(), LockError> {
     }
     let before_meta = meta;
     let before_rows = rows.clone();
-    let mut cx = Ctx::new(&mut meta, date_now_us(), cfg!(feature = "test-clock"));
+    let (clocks, mono) = state.clock.read();
+    let refusal = |why: String| match &job.scope {
+        Scope::Row(name) => unavailable(format!("lock {name:?}: {why}")),
+        _ => unavailable(why),
+    };
+    let mut cx = Ctx::new(&mut meta, clocks).map_err(refusal)?;
     let answer = (job.body)(&mut rows, &mut cx);
+    if let Some(why) = cx.refused.take() {
+        return Err(refusal(why));
+    }
     let notices = core::mem::take(&mut cx.notices);
     let (now, lapse_seen) = (cx.now, cx.lapse_seen);
     drop(cx);
+    state.clock.record(now, mono, meta.offset);
     let write_clock = meta.token != before_meta.token
         || meta.offset != before_meta.offset
         || (meta.floor != before_meta.floor && lapse_seen);
     write(&state.tx, &before_rows, &rows, write_clock.then_some(&meta))?;
-    let reading = Reading {
-        now,
-        offset: meta.offset,
-    };
-    *state.pending.borrow_mut() = Some((answer, reading, notices));
+    *state.pending.borrow_mut() = Some((answer, Reading { now }, notices, job.on_commit));
     Ok(())
 }
 
@@ -219,23 +242,17 @@ fn write(
     Ok(())
 }
 
-/// The future of one transaction: its body's answer once it committed, or
-/// [`LockError::Unavailable`]. Dropping it leaves the transaction to finish on its own.
+/// The future of one transaction: its body's answer once it committed, or why it gave
+/// none. The transaction is sent when it is made (or, while the connection is being opened
+/// again, as soon as it is open), whether or not this is polled: dropping it leaves the
+/// transaction to finish on its own.
 #[must_use = "the transaction runs anyway; the future only waits for its answer"]
-pub(crate) enum TxFuture<R: 'static> {
-    /// Waiting for the answer.
-    Running(Rc<Slot<Result<(R, Reading), LockError>>>),
-    /// The connection had to be opened again first.
-    Later(Pin<Box<dyn Future<Output = Answer<R>>>>),
-}
+pub(crate) struct TxFuture<R: 'static>(pub(crate) Rc<Slot<Answer<R>>>);
 
 impl<R> Future for TxFuture<R> {
-    type Output = Result<(R, Reading), LockError>;
+    type Output = Answer<R>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            TxFuture::Later(fut) => fut.as_mut().poll(cx),
-            TxFuture::Running(slot) => slot.poll(cx),
-        }
+        self.0.poll(cx)
     }
 }

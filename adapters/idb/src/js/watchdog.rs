@@ -1,11 +1,15 @@
 //! The io timeout of transactions: one `setTimeout` per database for all of them, armed at
 //! the earliest deadline of the transactions in flight, instead of one timer per transaction
-//! (a timer costs about as much as the rest of the JavaScript a transaction runs).
+//! (a timer costs about as much as the rest of the JavaScript a transaction runs). Deadlines
+//! are on the monotonic clock (`performance.now()`), so that a system clock step while a
+//! transaction waits neither ends it early nor lets it run past its `io_timeout`.
 
 use core::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
+use alkstore_mem::Clock;
+use alkstore_mem_web::PerformanceClock;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 
@@ -26,8 +30,9 @@ pub(crate) trait Watched {
     fn expire(&self);
 }
 
-/// The transactions in flight, by deadline (ms since the epoch), and the one timer.
+/// The transactions in flight, by deadline (ms on the monotonic clock), and the one timer.
 pub(crate) struct Watchdog {
+    clock: PerformanceClock,
     /// In the order they were started; with one io timeout per database that is deadline order.
     watched: RefCell<VecDeque<(f64, Weak<dyn Watched>)>>,
     armed: Cell<Option<JsValue>>,
@@ -37,6 +42,7 @@ pub(crate) struct Watchdog {
 impl Watchdog {
     pub(crate) fn new() -> Rc<Self> {
         let this = Rc::new(Watchdog {
+            clock: PerformanceClock::new(),
             watched: RefCell::new(VecDeque::new()),
             armed: Cell::new(None),
             fire: RefCell::new(None),
@@ -50,8 +56,14 @@ impl Watchdog {
         this
     }
 
-    /// Watches a transaction until `deadline` (ms since the epoch).
-    pub(crate) fn watch(&self, deadline: f64, tx: Weak<dyn Watched>) {
+    /// `performance.now()` in ms (`Date.now()` where the scope has no `performance`).
+    fn now_ms(&self) -> f64 {
+        self.clock.now().as_nanos() as f64 / 1e6
+    }
+
+    /// Watches a transaction for `io_ms` from now.
+    pub(crate) fn watch(&self, io_ms: f64, tx: Weak<dyn Watched>) {
+        let deadline = self.now_ms() + io_ms;
         let mut watched = self.watched.borrow_mut();
         // Keep the list short: finished transactions at the front go.
         while watched
@@ -76,7 +88,7 @@ impl Watchdog {
             return;
         }
         if let Some(fire) = self.fire.borrow().as_ref() {
-            let wait = (at - js_sys::Date::now()).max(0.0) + 1.0;
+            let wait = (at - self.now_ms()).max(0.0) + 1.0;
             self.armed
                 .set(Some(set_timeout(fire.as_ref().unchecked_ref(), wait)));
         }
@@ -84,7 +96,7 @@ impl Watchdog {
 
     fn fired(&self) {
         self.armed.set(None);
-        let now = js_sys::Date::now();
+        let now = self.now_ms();
         let mut due = Vec::new();
         {
             let mut watched = self.watched.borrow_mut();

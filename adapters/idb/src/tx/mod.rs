@@ -1,6 +1,6 @@
 //! The engine's "server side": the IndexedDB schema and the body of every transaction.
 //!
-//! # Schema (database version 1)
+//! # Schema (any database version that has these two stores)
 //! - Object store `locks`, key path `name`: one row per name with a lease or waiters,
 //!   `{ name, lease?: { owner, token, deadline, ttl, grantee, claimed, pickupBy },
 //!   queue: [{ id, owner, ttl, waitUntil, heartbeatUntil }] }`. A row with neither is deleted.
@@ -12,7 +12,8 @@
 //!   transaction (measured: separate counter and floor rows made a try_lock + release cycle
 //!   1.36x a hand-written one; one row, 1.0x).
 //!
-//! Times are µs since the Unix epoch, durations µs, all exact integers in an `f64`.
+//! Times are µs since the Unix epoch, durations µs, all exact integers in an `f64`. A queue
+//! holds at most [`row::MAX_QUEUE`] tickets; a row with more was not written by this crate.
 //!
 //! # One transaction per operation
 //! Every operation is one `readwrite` transaction over both stores. It reads the name's row
@@ -22,6 +23,7 @@
 //! the origin, so read-decide-write is atomic. Nothing in a body awaits anything: a context
 //! that stalled inside a transaction would stall every context of the origin.
 
+pub(crate) mod ctx;
 pub(crate) mod ops;
 pub(crate) mod row;
 

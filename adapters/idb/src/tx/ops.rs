@@ -6,19 +6,28 @@
 //! - **Live** means `now < deadline`, and for a hand-off not yet picked up, also that its
 //!   waiter's heartbeat has not expired (a waiter that went away never holds a name).
 //! - **Settling** a row comes first in every operation that writes: a lease that is no longer
-//!   live is dropped, and the name goes at once to the first live ticket of its queue (dead
-//!   tickets, whose context stopped refreshing them or whose wait is over, are dropped on the
-//!   way). The handed-off lease is written for that waiter, unclaimed, and the waiter is
-//!   woken over the BroadcastChannel after the transaction commits.
+//!   live is dropped (and its holder told, over the BroadcastChannel, wherever it runs), dead
+//!   tickets (whose context stopped refreshing them, or whose wait is over) are dropped from
+//!   anywhere in the queue, and a free name goes at once to the first live ticket. The
+//!   handed-off lease is written for that waiter, unclaimed, and the waiter is woken over the
+//!   BroadcastChannel after the transaction commits. A renewal drops dead tickets too, so a
+//!   name held for long never carries the tickets of contexts that went away.
 //! - **No barging**: a name is granted directly (try_lock, or an arriving acquire) only when,
 //!   after settling, it has no lease; then its queue is empty too.
 //! - **FIFO**: tickets join the back of the queue; hand-offs take the front. A waiter whose
-//!   ticket was dropped (it looked dead) joins the back again when it comes back.
+//!   ticket was dropped (it looked dead) joins the back again when it comes back. A queue
+//!   holds at most [`MAX_QUEUE`] tickets: a waiter arriving at a full one is refused.
 //! - **Tokens** are `max(last + 1, now)`: strictly increasing in the database, and still
 //!   increasing after the database was deleted (site data cleared, storage evicted) as long as
-//!   the clock did not step back by more than the time since.
-//! - **Release** compares the token, never touches a newer lease, and answers whether the
-//!   lease was live; **renew** resets a live lease to `now + ttl`.
+//!   the clock did not step back by more than the time since. They are never repeated: a
+//!   counter at [`MAX_EXACT`] refuses to grant (`Unavailable`) rather than hand out a token
+//!   twice.
+//! - **Release** compares the token and the owner, never touches a newer lease, and answers
+//!   whether the lease was live; **renew** resets a live lease to `now + ttl`.
+//! - **The clock** ([`Ctx::new`]): `now` is the latest of `Date.now()` (+ the test offset),
+//!   the clock floor, and this context's own estimate (its last reading plus the monotonic
+//!   time since), so that a clock stepping back in every context neither stalls leases nor
+//!   hides a lost lease from its holder. A reading later than [`HORIZON`] is refused.
 //! - **The clock floor** moves up to `now` in every transaction, and is written back when
 //!   the token changes or when the transaction found something lapsed (a lease, a hand-off,
 //!   a ticket or a wait whose time ran out): those are the decisions a clock that stepped
@@ -26,82 +35,9 @@
 //!   earlier time too), and neither does deleting one. This saves a request in the common
 //!   release.
 
-use super::row::{Lease, MAX_EXACT, Meta, Row, Ticket};
-
-/// A message to post after the transaction commits.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Notice {
-    /// Waiter `id` should re-check: it was handed the lease, or became the head of its queue.
-    Waiter(String),
-    /// The live lease on this name was ended by somebody other than its holder.
-    Ended(String),
-}
-
-/// One transaction's view of time, its database-wide rows and what it will announce.
-#[derive(Debug)]
-pub(crate) struct Ctx<'m> {
-    /// The engine's time: `Date.now()` (+ the test offset), never behind the floor.
-    pub(crate) now: u64,
-    /// Wall time without the test offset (heartbeats are on it).
-    pub(crate) raw: u64,
-    /// The token counter, clock floor and test offset; written back when changed.
-    pub(crate) meta: &'m mut Meta,
-    /// What to post after the commit.
-    pub(crate) notices: Vec<Notice>,
-    /// Whether a decision found a time run out (then the floor is written back).
-    pub(crate) lapse_seen: bool,
-}
-
-impl<'m> Ctx<'m> {
-    /// Reads the clock: `date_now_us` (+ the offset when `test_clock`), raised to the floor,
-    /// which then moves up to it.
-    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-    pub(crate) fn new(meta: &'m mut Meta, date_now_us: u64, test_clock: bool) -> Self {
-        let offset = if test_clock { meta.offset } else { 0 };
-        let now = date_now_us
-            .saturating_add(offset)
-            .max(meta.floor)
-            .min(MAX_EXACT);
-        meta.floor = now;
-        Ctx {
-            now,
-            raw: now.saturating_sub(offset),
-            meta,
-            notices: Vec::new(),
-            lapse_seen: false,
-        }
-    }
-
-    /// Whether `lease` is live now; notes a lapse.
-    fn live(&mut self, lease: &Lease) -> bool {
-        let live = lease.live(self.now, self.raw);
-        self.lapse_seen |= !live;
-        live
-    }
-
-    /// Whether `ticket` may still be served now; notes a lapse.
-    fn alive(&mut self, ticket: &Ticket) -> bool {
-        let alive = ticket.alive(self.now, self.raw);
-        self.lapse_seen |= !alive;
-        alive
-    }
-
-    fn next_token(&mut self) -> u64 {
-        let token = self
-            .meta
-            .token
-            .saturating_add(1)
-            .max(self.now)
-            .min(MAX_EXACT);
-        self.meta.token = token;
-        token
-    }
-
-    /// `now + us`, capped to what a row can hold.
-    pub(crate) fn after(&self, us: u64) -> u64 {
-        self.now.saturating_add(us).min(MAX_EXACT)
-    }
-}
+#[cfg_attr(not(target_arch = "wasm32"), allow(unused_imports))]
+pub(crate) use super::ctx::{Clocks, Ctx, Notice};
+use super::row::{Lease, MAX_QUEUE, Row, Ticket};
 
 /// A granted lease, as a reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,13 +92,35 @@ fn hand_off(row: &mut Row, cx: &mut Ctx<'_>) {
 /// Brings the row up to date (see the module docs); `true` when a live lease holds it after.
 pub(crate) fn settle(row: &mut Row, cx: &mut Ctx<'_>) -> bool {
     if let Some(lease) = &row.lease {
-        if cx.live(lease) {
-            return true;
+        if !cx.live(lease) {
+            if lease.claimed {
+                cx.notices.push(Notice::Lapsed(lease.token));
+            }
+            row.lease = None;
         }
-        row.lease = None;
+    }
+    prune(row, cx);
+    if row.lease.is_some() {
+        return true;
     }
     hand_off(row, cx);
     row.lease.is_some()
+}
+
+/// Drops every ticket that can no longer be served (its context stopped refreshing it, or
+/// its wait is over), wherever it is in the queue; wakes the new head if the head went while
+/// a lease holds the name (it should sleep to the holder's deadline).
+fn prune(row: &mut Row, cx: &mut Ctx<'_>) {
+    let (now, raw) = (cx.now, cx.raw);
+    if row.queue.iter().all(|t| t.alive(now, raw)) {
+        return;
+    }
+    cx.lapse_seen = true;
+    let head_went = row.queue.first().is_some_and(|t| !t.alive(now, raw));
+    row.queue.retain(|t| t.alive(now, raw));
+    if head_went && row.lease.is_some() {
+        poke_head(row, cx);
+    }
 }
 
 /// Wakes the head of the queue, if any (it should re-read the holder's deadline).
@@ -251,6 +209,12 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
     if over {
         return Stepped::Over;
     }
+    if row.queue.len() >= MAX_QUEUE {
+        cx.refuse(format!(
+            "{MAX_QUEUE} waiters already queue for this lock (the most a name's queue holds)"
+        ));
+        return Stepped::Over;
+    }
     row.queue.push(Ticket {
         id: s.id.into(),
         owner: s.owner.into(),
@@ -279,12 +243,14 @@ pub(crate) fn cancel(row: &mut Row, cx: &mut Ctx<'_>, id: &str) {
     settle(row, cx);
 }
 
-/// `release`: `true` when the lease with `token` was live and is now free (or handed on).
-pub(crate) fn release(row: &mut Row, cx: &mut Ctx<'_>, token: u64) -> bool {
+/// `release`: `true` when the lease granted with `token` to `owner` was live and is now
+/// free (or handed on).
+pub(crate) fn release(row: &mut Row, cx: &mut Ctx<'_>, token: u64, owner: &str) -> bool {
     match &row.lease {
-        Some(lease) if lease.token == token => {
+        Some(lease) if lease.is(token, owner) => {
             let live = cx.live(lease);
             row.lease = None;
+            prune(row, cx);
             hand_off(row, cx);
             live
         }
@@ -295,13 +261,21 @@ pub(crate) fn release(row: &mut Row, cx: &mut Ctx<'_>, token: u64) -> bool {
     }
 }
 
-/// `renew`: the new deadline, or `Err(())` when the lease with `token` is not live.
-pub(crate) fn renew(row: &mut Row, cx: &mut Ctx<'_>, token: u64, ttl: u64) -> Result<u64, ()> {
+/// `renew`: the new deadline, or `Err(())` when the lease granted with `token` to `owner` is
+/// not live. Drops dead tickets on the way (a name held for long keeps its row small).
+pub(crate) fn renew(
+    row: &mut Row,
+    cx: &mut Ctx<'_>,
+    token: u64,
+    owner: &str,
+    ttl: u64,
+) -> Result<u64, ()> {
     let deadline = cx.after(ttl);
     if let Some(lease) = &mut row.lease {
-        if lease.token == token && lease.live(cx.now, cx.raw) {
+        if lease.is(token, owner) && lease.live(cx.now, cx.raw) {
             lease.deadline = deadline;
             lease.ttl = ttl;
+            prune(row, cx);
             return Ok(deadline);
         }
     }
@@ -309,9 +283,10 @@ pub(crate) fn renew(row: &mut Row, cx: &mut Ctx<'_>, token: u64, ttl: u64) -> Re
     Err(())
 }
 
-/// `is_held`: the deadline of the lease with `token` if it is live. Changes nothing.
-pub(crate) fn is_held(row: &Row, cx: &mut Ctx<'_>, token: u64) -> Option<u64> {
-    let lease = row.lease.as_ref().filter(|l| l.token == token)?;
+/// `is_held`: the deadline of the lease granted with `token` to `owner` if it is live.
+/// Changes nothing.
+pub(crate) fn is_held(row: &Row, cx: &mut Ctx<'_>, token: u64, owner: &str) -> Option<u64> {
+    let lease = row.lease.as_ref().filter(|l| l.is(token, owner))?;
     cx.live(lease).then_some(lease.deadline)
 }
 

@@ -10,6 +10,19 @@ pub(crate) const MAX_EXACT: u64 = (1 << 53) - 1;
 /// The longest lease, in µs: 100 years (longer ttls, up to `Duration::MAX`, are cut to it).
 pub(crate) const MAX_TTL_US: u64 = 100 * 365 * 24 * 3600 * 1_000_000;
 
+/// The latest time a transaction decides at: 100 years (the longest ttl) before
+/// [`MAX_EXACT`], early in the year 2155. A clock that reads later is refused (the
+/// transaction answers `Unavailable` and writes nothing), so that `now + ttl` always fits a
+/// row and a clock far ahead in one context cannot pin the whole database to the ceiling.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+pub(crate) const HORIZON: u64 = MAX_EXACT - MAX_TTL_US;
+
+/// The most tickets a name's queue holds. A waiter arriving at a full queue is refused with
+/// `Unavailable`; a row holding more was not written by this crate. Every heartbeat rewrites
+/// the row, so a queue this long is already slow (each ticket costs about 40 µs per
+/// transaction in Chromium).
+pub(crate) const MAX_QUEUE: usize = 256;
+
 /// The live or lapsed lease of a name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Lease {
@@ -34,6 +47,11 @@ impl Lease {
     /// Whether the lease is live at `now` (lease time) / `raw` (wall time, no test offset).
     pub(crate) fn live(&self, now: u64, raw: u64) -> bool {
         now < self.deadline && (self.claimed || raw < self.pickup_by)
+    }
+
+    /// Whether this is the lease granted with `token` to `owner`.
+    pub(crate) fn is(&self, token: u64, owner: &str) -> bool {
+        self.token == token && self.owner == owner
     }
 }
 

@@ -46,6 +46,14 @@ export function wedge(db) {
     open.onsuccess = () => { globalThis.__wedged = open.result; indexedDB.deleteDatabase(db); resolve(); };
   });
 }
+// What `indexedDB.open(name)` alone makes: a database at version 1 with no object store.
+export function emptyDb(db) {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open(db);
+    open.onsuccess = () => { open.result.close(); resolve(); };
+    open.onerror = () => reject(open.error);
+  });
+}
 export function deleteDb(db) {
   return new Promise((resolve, reject) => {
     const req = indexedDB.deleteDatabase(db);
@@ -64,6 +72,8 @@ extern "C" {
     async fn wedge(db: &str);
     #[wasm_bindgen(js_name = deleteDb)]
     async fn delete_db(db: &str);
+    #[wasm_bindgen(js_name = emptyDb)]
+    async fn empty_db(db: &str);
 }
 
 fn unavailable(result: Result<IdbLocks, LockError>) -> String {
@@ -151,6 +161,18 @@ async fn a_database_deleted_under_the_store_is_opened_again() {
     let again = locks.try_lock("job", "b", Duration::from_secs(30)).await.unwrap();
     let again = again.expect("the deleted database held no lease");
     assert!(again.token() > token, "tokens still increase after the counter was lost");
+}
+
+#[wasm_bindgen_test]
+async fn an_empty_database_of_the_same_name_gets_its_stores() {
+    let name = fresh_name("empty");
+    empty_db(&name).await;
+    let locks = IdbLocks::open(&name).await.expect("the stores are made with the next version");
+    let lock = locks.try_lock("job", "a", Duration::from_secs(5)).await.unwrap().unwrap();
+    assert!(lock.release().await.unwrap());
+    // Another store of this context opens it as it is now.
+    let again = IdbLocks::open(&name).await.unwrap();
+    assert!(again.try_lock("job", "b", Duration::from_secs(5)).await.unwrap().is_some());
 }
 
 #[wasm_bindgen_test]

@@ -1,8 +1,11 @@
 //! The transaction bodies, natively, on hand-made clocks: every rule of `ops` once.
 
+mod clock;
+mod queue;
+
 use super::ops::{
-    self, Ctx, Granted, Notice, Step, Stepped, cancel, force_release, holder, release, renew,
-    settle, try_lock,
+    self, Clocks, Ctx, Granted, Notice, Step, Stepped, cancel, force_release, holder, release,
+    renew, try_lock,
 };
 use super::row::{MAX_EXACT, Meta, Row};
 
@@ -11,9 +14,19 @@ const S: u64 = 1_000_000;
 
 /// Runs `f` in a transaction at wall time `at` (µs), returning its notices too.
 fn at<R>(meta: &mut Meta, at: u64, f: impl FnOnce(&mut Ctx<'_>) -> R) -> (R, Vec<Notice>) {
-    let mut cx = Ctx::new(meta, at, true);
+    let mut cx = ctx(meta, at, true);
     let out = f(&mut cx);
     (out, cx.notices)
+}
+
+/// A transaction's context at wall time `at` (µs), with no anchored estimate.
+fn ctx(meta: &mut Meta, at: u64, test_clock: bool) -> Ctx<'_> {
+    let clocks = Clocks {
+        date_now: at,
+        anchored: 0,
+        test_clock,
+    };
+    Ctx::new(meta, clocks).expect("a time before the horizon")
 }
 
 fn step(id: &str, wait_until: u64) -> Step<'_> {
@@ -75,17 +88,16 @@ fn the_clock_never_goes_back_and_the_test_offset_counts_only_in_test_builds() {
     let (now, _) = at(&mut meta, T0 - 60 * S, |cx| (cx.now, cx.raw));
     assert_eq!(now, (T0, T0));
     meta.offset = 100 * S;
-    let cx = Ctx::new(&mut meta, T0 + S, true);
+    let cx = ctx(&mut meta, T0 + S, true);
     assert_eq!((cx.now, cx.raw), (T0 + 101 * S, T0 + S));
-    let cx = Ctx::new(&mut meta, T0 + 2 * S, false);
+    let cx = ctx(&mut meta, T0 + 2 * S, false);
     assert_eq!(
         cx.now,
         T0 + 101 * S,
         "the floor holds even where the offset is ignored"
     );
     // Nothing overflows a JavaScript number.
-    let cx = Ctx::new(&mut meta, u64::MAX, true);
-    assert_eq!(cx.now, MAX_EXACT);
+    let cx = ctx(&mut meta, T0, true);
     assert_eq!(cx.after(u64::MAX), MAX_EXACT);
 }
 
@@ -106,7 +118,9 @@ fn release_hands_the_name_to_the_first_waiter_and_its_next_step_picks_it_up() {
             head_deadline: Some(T0 + 100 * S)
         }
     );
-    let (released, notices) = at(&mut meta, T0 + S, |cx| release(&mut row, cx, holder_token));
+    let (released, notices) = at(&mut meta, T0 + S, |cx| {
+        release(&mut row, cx, holder_token, "h")
+    });
     assert!(released);
     assert_eq!(notices, vec![Notice::Waiter("w1".into())]);
     let lease = row.lease.clone().unwrap();
@@ -129,27 +143,6 @@ fn release_hands_the_name_to_the_first_waiter_and_its_next_step_picks_it_up() {
 }
 
 #[test]
-fn a_ticket_whose_heartbeat_expired_is_skipped() {
-    let (mut meta, mut row) = (Meta::default(), Row::default());
-    let (g, _) = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""));
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("gone", 0))
-    });
-    at(&mut meta, T0, |cx| {
-        ops::step(&mut row, cx, &step("alive", 0))
-    });
-    // "alive" refreshes its heartbeat; "gone" (a closed tab) does not.
-    at(&mut meta, T0 + 2 * S, |cx| {
-        ops::step(&mut row, cx, &step("alive", 0))
-    });
-    let (_, notices) = at(&mut meta, T0 + 4 * S, |cx| {
-        release(&mut row, cx, g.unwrap().token)
-    });
-    assert_eq!(notices, vec![Notice::Waiter("alive".into())]);
-    assert!(row.queue.is_empty(), "the dead ticket was dropped");
-}
-
-#[test]
 fn a_hand_off_to_a_waiter_that_went_away_lapses_at_its_heartbeat_and_passes_on() {
     let (mut meta, mut row) = (Meta::default(), Row::default());
     let (g, _) = at(&mut meta, T0, |cx| try_lock(&mut row, cx, "h", 100 * S, ""));
@@ -160,7 +153,7 @@ fn a_hand_off_to_a_waiter_that_went_away_lapses_at_its_heartbeat_and_passes_on()
         ops::step(&mut row, cx, &step("next", 0))
     });
     at(&mut meta, T0 + S, |cx| {
-        release(&mut row, cx, g.unwrap().token)
+        release(&mut row, cx, g.unwrap().token, "h")
     });
     assert_eq!(row.lease.as_ref().unwrap().grantee, "gone");
     // "next" keeps stepping; "gone" never comes back for its lease.
@@ -206,9 +199,15 @@ fn a_bounded_wait_ends_with_over_and_the_next_waiter_becomes_head() {
         }
     );
     at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w2", 0)));
-    let (s, _) = at(&mut meta, T0 + 4 * S, |cx| {
-        ops::step(&mut row, cx, &step("w1", T0 + 5 * S))
-    });
+    // Both keep their heartbeats (a ticket lives 3 s); w1 waits until T0 + 5 s.
+    let mut s = Stepped::Over;
+    for t in [T0 + 2 * S, T0 + 4 * S] {
+        s = at(&mut meta, t, |cx| {
+            ops::step(&mut row, cx, &step("w1", T0 + 5 * S))
+        })
+        .0;
+        at(&mut meta, t, |cx| ops::step(&mut row, cx, &step("w2", 0)));
+    }
     assert!(matches!(s, Stepped::Queued { .. }));
     let (s, notices) = at(&mut meta, T0 + 5 * S, |cx| {
         ops::step(&mut row, cx, &step("w1", T0 + 5 * S))
@@ -226,7 +225,7 @@ fn cancelling_a_waiter_handed_the_lease_passes_it_on() {
         .unwrap();
     at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w1", 0)));
     at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w2", 0)));
-    at(&mut meta, T0, |cx| release(&mut row, cx, g.token));
+    at(&mut meta, T0, |cx| release(&mut row, cx, g.token, "h"));
     let (_, notices) = at(&mut meta, T0, |cx| cancel(&mut row, cx, "w1"));
     assert_eq!(notices, vec![Notice::Waiter("w2".into())]);
     assert_eq!(row.lease.as_ref().unwrap().grantee, "w2");
@@ -248,13 +247,13 @@ fn release_and_renew_compare_the_token() {
     .unwrap();
     assert!(
         !at(&mut meta, T0 + 11 * S, |cx| release(
-            &mut row, cx, old.token
+            &mut row, cx, old.token, "a"
         ))
         .0
     );
     assert_eq!(
         at(&mut meta, T0 + 11 * S, |cx| renew(
-            &mut row, cx, old.token, S
+            &mut row, cx, old.token, "a", S
         ))
         .0,
         Err(())
@@ -266,21 +265,21 @@ fn release_and_renew_compare_the_token() {
     );
     // Renew is an absolute reset, even to an earlier deadline.
     let dl = at(&mut meta, T0 + 12 * S, |cx| {
-        renew(&mut row, cx, new.token, S)
+        renew(&mut row, cx, new.token, "b", S)
     })
     .0
     .unwrap();
     assert_eq!(dl, T0 + 13 * S);
     assert_eq!(
         at(&mut meta, T0 + 13 * S, |cx| renew(
-            &mut row, cx, new.token, S
+            &mut row, cx, new.token, "b", S
         ))
         .0,
         Err(())
     );
     assert!(
         !at(&mut meta, T0 + 13 * S, |cx| release(
-            &mut row, cx, new.token
+            &mut row, cx, new.token, "b"
         ))
         .0
     );
@@ -300,7 +299,7 @@ fn force_release_ends_the_live_lease_and_hands_it_on() {
         notices,
         vec![Notice::Ended("job".into()), Notice::Waiter("w".into())]
     );
-    assert!(!at(&mut meta, T0 + S, |cx| release(&mut row, cx, g.token)).0);
+    assert!(!at(&mut meta, T0 + S, |cx| release(&mut row, cx, g.token, "a")).0);
     let h = at(&mut meta, T0 + S, |cx| holder(&mut row, cx)).0.unwrap();
     assert_eq!(h.owner, "w");
     // A lapsed lease is not force-released: there is nothing live to end.
@@ -317,22 +316,6 @@ fn force_release_ends_the_live_lease_and_hands_it_on() {
         .0
         .is_none()
     );
-}
-
-#[test]
-fn settle_and_waiting_skip_dead_tickets() {
-    let (mut meta, mut row) = (Meta::default(), Row::default());
-    at(&mut meta, T0, |cx| try_lock(&mut row, cx, "a", 10 * S, ""))
-        .0
-        .unwrap();
-    at(&mut meta, T0, |cx| ops::step(&mut row, cx, &step("w1", 0)));
-    at(&mut meta, T0 + 2 * S, |cx| {
-        ops::step(&mut row, cx, &step("w2", 0))
-    });
-    let mut cx = Ctx::new(&mut meta, T0 + 4 * S, true);
-    assert!(settle(&mut row, &mut cx));
-    let ids: Vec<_> = ops::waiting(&row, &cx).map(|t| t.id.as_str()).collect();
-    assert_eq!(ids, ["w2"]);
 }
 
 #[test]
@@ -357,13 +340,13 @@ fn only_decisions_that_found_a_lapse_ask_for_the_floor_to_be_written() {
         .0
     };
     assert!(!seen(&mut meta, T0 + S, &mut row, &|r, cx| {
-        assert!(ops::is_held(r, cx, token).is_some());
+        assert!(ops::is_held(r, cx, token, "a").is_some());
     }));
     assert!(!seen(&mut meta, T0 + S, &mut row, &|r, cx| {
         assert!(try_lock(r, cx, "b", S, "").is_err());
     }));
     assert!(seen(&mut meta, T0 + 10 * S, &mut row, &|r, cx| {
-        assert!(ops::is_held(r, cx, token).is_none());
+        assert!(ops::is_held(r, cx, token, "a").is_none());
     }));
     // A live release deletes the lease: nothing left for a stepped-back clock to contradict.
     let mut live = Row::default();
@@ -374,7 +357,7 @@ fn only_decisions_that_found_a_lapse_ask_for_the_floor_to_be_written() {
     .unwrap()
     .token;
     assert!(!seen(&mut meta, T0 + 21 * S, &mut live, &|r, cx| {
-        assert!(release(r, cx, t));
+        assert!(release(r, cx, t, "a"));
     }));
     let t = at(&mut meta, T0 + 22 * S, |cx| {
         try_lock(&mut live, cx, "a", S, "")
@@ -383,6 +366,6 @@ fn only_decisions_that_found_a_lapse_ask_for_the_floor_to_be_written() {
     .unwrap()
     .token;
     assert!(seen(&mut meta, T0 + 30 * S, &mut live, &|r, cx| {
-        assert!(!release(r, cx, t));
+        assert!(!release(r, cx, t, "a"));
     }));
 }
