@@ -64,6 +64,7 @@ mod config;
 pub mod contract;
 mod deferred;
 mod error;
+pub mod events;
 mod fence;
 mod lapsed;
 mod lease;

@@ -30,6 +30,8 @@
 
 pub mod bodies;
 mod engine;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod recorder;
 pub mod support;
 
 pub use engine::{Engine, Limits, MemoryEngine};

@@ -356,8 +356,8 @@ async fn wait_for(
                         );
                         // After the handle exists: a subscriber that panics unwinds through
                         // its drop, which releases the lease.
-                        let (at, handed_off) = (lock.deadline().as_nanos(), wd != -1);
-                        crate::trace::granted(&name, &owner, lock.token(), at, handed_off);
+                        let (at, handed_off) = (lock.deadline(), wd != -1);
+                        alkstore_mem::events::granted(&name, &owner, lock.token(), at, handed_off);
                         return Ok(Some(lock));
                     }
                     2 => {

@@ -133,7 +133,6 @@ mod pool;
 mod sql;
 mod store;
 mod sweep;
-mod trace;
 mod wake;
 mod wire;
 

@@ -207,7 +207,7 @@ impl PgLock {
     /// `Expired` for this lease, seen at `now`.
     fn expired_at(&self, now: Timestamp) -> LockError {
         let lost = expired(&self.name, self.token, self.ttl(), self.deadline(), now);
-        crate::trace::lost(&self.name, self.token, &lost);
+        alkstore_mem::events::lease_lost(&self.name, self.token, &lost);
         lost
     }
 

@@ -184,7 +184,7 @@ impl PgLocks {
     ) -> Result<Vec<Row>, Fail> {
         let answer = self.inner.pool.call(op, params).await;
         if let Err(Fail::Down(err)) = &answer {
-            crate::trace::unavailable(op, err);
+            alkstore_mem::events::unavailable(op.name(), err);
         }
         answer
     }
@@ -255,7 +255,7 @@ impl PgLocks {
         );
         // After the handle exists: a subscriber that panics unwinds through its drop, which
         // releases the lease.
-        crate::trace::granted(name, owner, lock.token(), lock.deadline().as_nanos(), false);
+        alkstore_mem::events::granted(name, owner, lock.token(), lock.deadline(), false);
         Ok(Some(lock))
     }
 
@@ -356,7 +356,7 @@ impl PgLocks {
         let rows = self.call(Op::ForceRelease, &[&name]).await?;
         let ended = lease_row(name, &rows)?.0;
         if let Some(lease) = &ended {
-            crate::trace::force_released(lease);
+            alkstore_mem::events::force_released(lease);
         }
         Ok(ended)
     }

@@ -294,13 +294,7 @@ async fn wait_for(
                 );
                 // After the handle exists: a subscriber that panics unwinds through its
                 // drop, which releases the lease.
-                crate::trace::granted(
-                    &name,
-                    &owner,
-                    token,
-                    from_us(deadline).as_nanos(),
-                    handed_off,
-                );
+                alkstore_mem::events::granted(&name, &owner, token, from_us(deadline), handed_off);
                 return Ok(Some(lock));
             }
             Some("2") => {

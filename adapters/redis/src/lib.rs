@@ -65,7 +65,6 @@ mod lock;
 mod scripts;
 mod snapshot;
 mod store;
-mod trace;
 mod wake;
 
 /// The core this engine implements, re-exported: `alkstore_redis::alkstore_mem::LockStore` is

@@ -217,7 +217,7 @@ impl RedisLock {
             deadline,
             now,
         };
-        crate::trace::lost(&self.name, self.token, &lost);
+        alkstore_mem::events::lease_lost(&self.name, self.token, &lost);
         lost
     }
 

@@ -237,7 +237,7 @@ impl RedisLocks {
             Ok(Err(e)) => unavailable(format!("redis: {e}")),
             Err(_) => unavailable(format!("redis did not answer within {io:?}")),
         };
-        crate::trace::unavailable(name, &failed);
+        alkstore_mem::events::unavailable(name, &failed);
         Err(failed)
     }
 
@@ -297,7 +297,7 @@ impl RedisLocks {
         );
         // After the handle exists: a subscriber that panics unwinds through its drop, which
         // releases the lease.
-        crate::trace::granted(name, owner, token, from_us(deadline).as_nanos(), false);
+        alkstore_mem::events::granted(name, owner, token, from_us(deadline), false);
         Ok(Some(lock))
     }
 
@@ -365,7 +365,7 @@ impl RedisLocks {
             let reply: Vec<String> = self.run(&SCRIPTS.force_release, &name, &[]).await?;
             let ended = lease_from(&name, &reply)?;
             if let Some(lease) = &ended {
-                crate::trace::force_released(lease);
+                alkstore_mem::events::force_released(lease);
             }
             Ok(ended)
         })

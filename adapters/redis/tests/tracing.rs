@@ -4,67 +4,15 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use alkstore_mem_conformance::recorder::Recorder;
 use alkstore_redis::{RedisConfig, RedisLocks};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
-
-/// The message and fields of one event, as text.
-#[derive(Debug, Default, Clone)]
-struct Seen(Vec<(String, String)>);
-
-impl Seen {
-    fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-impl Visit for Seen {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push((field.name().into(), format!("{value:?}")));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push((field.name().into(), value.into()));
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.push((field.name().into(), value.to_string()));
-    }
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.0.push((field.name().into(), value.to_string()));
-    }
-}
-
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Seen>>>);
-
-impl Subscriber for Recorder {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.target() == "alkstore"
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        let mut seen = Seen::default();
-        event.record(&mut seen);
-        self.0.lock().unwrap().push(seen);
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
 
 #[test]
 fn grants_hand_offs_losses_force_releases_and_unavailable_are_traced() {
     let recorder = Recorder::default();
-    let _default = tracing::subscriber::set_default(recorder.clone());
+    let _installed = recorder.install();
     // A current-thread runtime, so that every event is emitted on this thread.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -103,7 +51,7 @@ fn grants_hand_offs_losses_force_releases_and_unavailable_are_traced() {
             "{err:?}"
         );
     });
-    let events = recorder.0.lock().unwrap().clone();
+    let events = recorder.events();
     let messages: Vec<&str> = events.iter().filter_map(|e| e.get("message")).collect();
     assert_eq!(
         messages[..4],
@@ -123,7 +71,7 @@ fn grants_hand_offs_losses_force_releases_and_unavailable_are_traced() {
     assert_eq!(events[2].get("owner"), Some("b"));
     let unavailable = events.last().unwrap();
     assert_eq!(unavailable.get("message"), Some("lock engine unavailable"));
-    assert_eq!(unavailable.get("name"), Some("job"));
+    assert_eq!(unavailable.get("context"), Some("job"));
     assert!(
         unavailable
             .get("error")
