@@ -339,8 +339,17 @@ impl Pool {
                         self.evict(&flight.conn);
                     }
                     // A connection found dead (the server restarted, or terminated it) is
-                    // replaced, and the call tried once more, if running it twice is safe.
-                    if closed && !retried && op.retryable() {
+                    // replaced, and the call tried once more, if running it twice is safe: any
+                    // call whose answer was the server ending the session (class 57: its
+                    // transaction was rolled back, nothing of it happened), and otherwise
+                    // those that may run twice.
+                    let ended = [
+                        SqlState::ADMIN_SHUTDOWN,
+                        SqlState::CRASH_SHUTDOWN,
+                        SqlState::CANNOT_CONNECT_NOW,
+                    ];
+                    let not_run = e.code().is_some_and(|code| ended.contains(code));
+                    if closed && !retried && (not_run || op.retryable()) {
                         retried = true;
                         continue;
                     }
