@@ -139,9 +139,16 @@ demo-redis: redis-setup redis-port
 ## The PostgreSQL engine (adapters/pg). Each target builds first, then starts its own
 ## throwaway cluster on 127.0.0.1:$(PG_PORT) (scripts/pg-run.sh: initdb into mktemp -d as user
 ## postgres, trust auth, socket in the scratch dir, stopped with pg_ctl stop -m immediate in a
-## trap); fault tests start their own clusters on 5440-5449. No other server is touched.
-.PHONY: pg-setup test-pg bench-pg demo-pg
+## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, which PG_PORT
+## must avoid (refused). No other server is touched.
+.PHONY: pg-setup pg-port test-pg bench-pg demo-pg
 PG_PORT ?= 5439
+PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455
+
+## pg-port: PG_PORT is not one of the fault tests' own ports
+pg-port:
+	@if [ -n "$(filter $(PG_PORT),$(PG_FAULT_PORTS))" ]; then \
+	  echo "PG_PORT=$(PG_PORT) is one of the fault tests' own ports ($(PG_FAULT_PORTS)); pick another" >&2; exit 1; fi
 
 ## pg-setup: PostgreSQL from the Debian package, when missing (as root)
 pg-setup:
@@ -149,7 +156,7 @@ pg-setup:
 
 ## test-pg: every PostgreSQL suite (contract, conformance, tokens, fencing, multi-process,
 ## faults) against a real server
-test-pg: pg-setup
+test-pg: pg-setup pg-port
 	$(CARGO) test -p alkstore-pg --no-run -q
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg
 
@@ -204,10 +211,13 @@ bench-idb: idb-setup
 	@scripts/idb-harness.sh bench | tee target/bench-idb.md
 
 ## demo-web: four workers share invoice/1001 and one stalls: run headless (the story printed and
-## checked, the README's screenshot refreshed), then, from a terminal, served for your browser
-## until Ctrl-C (DEMO_SERVE=1: always serve; DEMO_SERVE=0: never)
+## checked, a screenshot saved to DEMO_SCREENSHOT, target/demo-web.png by default; the README's
+## is refreshed with DEMO_SCREENSHOT=adapters/idb/demo.png), then, from a terminal, served for
+## your browser until Ctrl-C (DEMO_SERVE=1: always serve; DEMO_SERVE=0: never)
 DEMO_SERVE ?= auto
+DEMO_SCREENSHOT ?= target/demo-web.png
 demo-web: idb-setup
+	@mkdir -p $(dir $(DEMO_SCREENSHOT))
 	@serve=; if [ "$(DEMO_SERVE)" = 1 ] || { [ "$(DEMO_SERVE)" = auto ] && [ -t 0 ]; }; then serve=--serve; fi; \
-	scripts/idb-harness.sh demo --screenshot adapters/idb/demo.png $$serve
+	scripts/idb-harness.sh demo --screenshot $(DEMO_SCREENSHOT) $$serve
 ## end idb ---------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ Commands:
 Options:
   --url URL       the engine, by its URL's scheme: {schemes}
                   (default: $ALKSTORE_URL)
-  --namespace NS  the namespace the application uses (default: the engine's, \"alk\")
+  --namespace NS  the namespace the application uses (Redis: default \"alk\"; PostgreSQL: the
+                  schema, default \"alkstore\", installed on connect if missing)
   --json          print JSON instead of a table (one object, one line)
   -h, --help      print this text
   -V, --version   print the version

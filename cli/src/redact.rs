@@ -1,8 +1,10 @@
 //! Keeps a URL's secrets out of what the tool prints: the engines already leave them out of
 //! their messages; this is the second lock on the door, for every line on stderr.
 
-/// The secrets a URL carries: the password of its user info (`scheme://user:PASSWORD@host`,
-/// or the whole user info when it has no `:`), and the values of query parameters whose
+/// The secrets a URL carries: the password of its user info (`scheme://user:PASSWORD@host`;
+/// for a Redis URL also the whole user info when it has no `:`, which some providers use as
+/// the password, while a PostgreSQL URL's is its user name), and the values of query
+/// parameters whose
 /// name mentions a password (`?pass=…`, `?password=…`), each as written and percent-decoded.
 #[derive(Default)]
 pub(crate) struct Secrets(Vec<String>);
@@ -11,10 +13,14 @@ impl Secrets {
     /// The secrets of `url`.
     pub(crate) fn of(url: &str) -> Self {
         let mut secrets = Vec::new();
-        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+        let postgres = scheme.to_ascii_lowercase().starts_with("postgres");
         if let Some((user_info, _host)) = rest.rsplit_once('@') {
-            let password = user_info.split_once(':').map_or(user_info, |(_, p)| p);
-            secrets.push(password.to_owned());
+            match user_info.split_once(':') {
+                Some((_, password)) => secrets.push(password.to_owned()),
+                None if !postgres => secrets.push(user_info.to_owned()),
+                None => {}
+            }
         }
         if let Some((_, query)) = rest.split_once('?') {
             let query = query.split('#').next().unwrap_or_default();
@@ -103,6 +109,15 @@ mod tests {
             encoded.scrub("auth p@ss:w0rd / p%40ss%3Aw0rd"),
             "auth *** / ***"
         );
+    }
+
+    #[test]
+    fn a_postgres_user_name_is_not_a_secret_but_its_password_is() {
+        let message = "could not connect to postgres host h database \"appdb\" as app";
+        let secrets = Secrets::of("postgres://app@h/appdb");
+        assert_eq!(secrets.scrub(message), message);
+        let secrets = Secrets::of("postgresql://app:hunter2@h/appdb");
+        assert_eq!(secrets.scrub("app hunter2"), "app ***");
     }
 
     #[test]

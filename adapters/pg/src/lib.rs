@@ -141,6 +141,11 @@ pub use config::PgConfig;
 pub use lock::{PgKeepAlive, PgLapsed, PgLock};
 pub use store::{PgFuture, PgLocks};
 
+/// The core this engine implements, re-exported: `alkstore_pg::alkstore_mem::LockStore` is
+/// always the very trait `PgLocks` implements, whatever version of `alkstore-mem` the rest of
+/// your dependency tree names.
+pub use alkstore_mem;
+
 /// The SQLSTATE of `fence()`'s refusal: class 55, "object not in prerequisite state".
 pub const FENCE_SQLSTATE: &str = "55F01";
 
@@ -151,7 +156,11 @@ pub const FENCE_SQLSTATE: &str = "55F01";
 /// # async fn run(lock: alkstore_pg::PgLock, tx: tokio_postgres::Transaction<'_>) {
 /// match lock.fence(&tx).await {
 ///     Ok(()) => { /* write, then commit */ }
-///     Err(e) if alkstore_pg::is_fence_error(&e) => eprintln!("stale holder: {e}"),
+///     // The refusal's message names the lock: it is in the database error, not in `{e}`.
+///     Err(e) if alkstore_pg::is_fence_error(&e) => {
+///         let why = e.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default();
+///         eprintln!("stale holder: {why}");
+///     }
 ///     Err(e) => eprintln!("database error: {e}"),
 /// }
 /// # }

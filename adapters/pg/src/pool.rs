@@ -54,7 +54,12 @@ pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
             db.code().code()
         ),
         None if e.is_closed() => "postgres: the connection was closed".into(),
-        None => format!("postgres: {e}"),
+        // tokio-postgres says only "error connecting to server": the cause (connection
+        // refused, a name that does not resolve, a timeout) is its source.
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("postgres: {e}: {cause}"),
+            None => format!("postgres: {e}"),
+        },
     }
 }
 

@@ -175,6 +175,51 @@ impl PgLocks {
         format!("SELECT {}.fence($1, $2)", self.inner.schema.ident)
     }
 
+    /// [`PgLock::fence`] for the lease `lease` describes: what a
+    /// [`with_lock`](alkstore_mem::with_lock) body, which gets the lease's
+    /// [`LeaseInfo`] rather than the handle, calls inside its transaction.
+    ///
+    /// # Errors
+    /// As [`PgLock::fence`]: SQLSTATE `55F01` ([`is_fence_error`](crate::is_fence_error))
+    /// unless the lease is live with its token now, or any other error of the call.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use std::time::Duration;
+    /// # async fn run(locks: alkstore_pg::PgLocks, db: tokio_postgres::Client)
+    /// # -> Result<(), Box<dyn std::error::Error>> {
+    /// use alkstore_mem::{LockOptions, with_lock};
+    /// use tokio::sync::Mutex;
+    ///
+    /// let db = &Mutex::new(db);
+    /// let locks = &locks;
+    /// let options = LockOptions::ttl(Duration::from_secs(30)).wait(Duration::from_secs(5));
+    /// let wrote = with_lock(locks, "invoice/1001", "worker-1", options, |lease| async move {
+    ///     let mut db = db.lock().await;
+    ///     let tx = db.transaction().await?;
+    ///     locks.fence(&tx, &lease).await?; // refused unless the lease is live
+    ///     tx.execute("UPDATE invoices SET paid = true WHERE id = 1001", &[]).await?;
+    ///     tx.commit().await
+    /// })
+    /// .await?; // None: the name stayed busy for 5 s
+    /// if let Some(written) = wrote {
+    ///     written?; // the transaction's own outcome
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn fence<C: tokio_postgres::GenericClient + Sync>(
+        &self,
+        client: &C,
+        lease: &LeaseInfo,
+    ) -> Result<(), tokio_postgres::Error> {
+        let token = i64::try_from(lease.token()).unwrap_or(i64::MAX);
+        client
+            .execute(&self.fence_sql(), &[&lease.name(), &token])
+            .await
+            .map(|_| ())
+    }
+
     /// Runs `op` with `params`; every failure is [`LockError::Unavailable`] except a row
     /// locked by another transaction ([`Fail::Locked`]).
     pub(crate) async fn call(
