@@ -253,6 +253,8 @@ mod panicking_subscriber {
     fn a_panicking_subscriber_does_not_strand_a_try_lock_grant() {
         let registry = LockRegistry::new(ManualClock::new());
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
+            // Another test thread may have cached "never" for a callsite meanwhile.
+            tracing::callsite::rebuild_interest_cache();
             catch_unwind(AssertUnwindSafe(|| {
                 registry.try_lock("job", "a", secs(3600))
             }))
@@ -281,6 +283,8 @@ mod panicking_subscriber {
         assert!(second.as_mut().poll(&mut cx).is_pending());
         assert!(holder.release(), "handed to the first waiter");
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
+            // Another test thread may have cached "never" for a callsite meanwhile.
+            tracing::callsite::rebuild_interest_cache();
             catch_unwind(AssertUnwindSafe(|| {
                 first.as_mut().poll(&mut noop()).is_ready()
             }))

@@ -85,6 +85,8 @@ fn grants_hand_offs_refusals_losses_and_force_releases_are_traced_outside_the_lo
             registry: registry.clone(),
         };
         tracing::subscriber::with_default(recorder, || {
+            // Another test thread may have cached "never" for a callsite meanwhile.
+            tracing::callsite::rebuild_interest_cache();
             let secs = Duration::from_secs;
             let a = registry.try_lock("job", "a", secs(10)).unwrap().unwrap();
             let mut waiting = Box::pin(registry.acquire("job", "b", secs(10)));

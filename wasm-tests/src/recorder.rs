@@ -56,7 +56,11 @@ impl Recorder {
     /// Makes this the current thread's subscriber until the guard is dropped.
     #[must_use = "the subscriber is uninstalled when the guard is dropped"]
     pub fn install(&self) -> tracing::subscriber::DefaultGuard {
-        tracing::subscriber::set_default(self.clone())
+        let guard = tracing::subscriber::set_default(self.clone());
+        // A callsite first hit by another test's thread (with no subscriber) while this one
+        // was being made may have cached "never": ask every callsite again.
+        tracing::callsite::rebuild_interest_cache();
+        guard
     }
 
     /// The events seen so far, in order.

@@ -233,6 +233,9 @@ mod panicking_subscriber {
             .unwrap();
         let store = rt.block_on(store());
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
+            // A callsite first hit by another test's thread (no subscriber) may have cached
+            // "never" while this subscriber was being made: ask every callsite again.
+            tracing::callsite::rebuild_interest_cache();
             catch_unwind(AssertUnwindSafe(|| {
                 rt.block_on(store.try_lock("job", "a", Duration::from_secs(3600)))
             }))
