@@ -162,13 +162,13 @@ test-pg: pg-setup pg-port
 
 ## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
 ## run, and 16 tasks on a pool of 4
-bench-pg: pg-setup
+bench-pg: pg-setup pg-port
 	$(CARGO) build --release -q -p alkstore-pg-tools --bin pg-bench
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
 
 ## demo-pg: three processes share invoice/1001; the database refuses the stalled one's write
 ## through fence() (asserts the outcome)
-demo-pg: pg-setup
+demo-pg: pg-setup pg-port
 	$(CARGO) build -q -p alkstore-pg-tools --bin pg-demo
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run -q -p alkstore-pg-tools --bin pg-demo
 ## end postgres ----------------------------------------------------------------------------
