@@ -161,10 +161,13 @@ test-pg: pg-setup pg-port
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg
 
 ## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
-## run, and 16 tasks on a pool of 4
+## run, and 16 tasks on a pool of 4; twice: on a cluster with fsync off (the tests' setting: CPU
+## per statement) and on one with fsync on (a production server's: WAL flushes)
 bench-pg: pg-setup pg-port
 	$(CARGO) build --release -q -p alkstore-pg-tools --bin pg-bench
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
+	@echo
+	PG_FSYNC=on scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
 
 ## demo-pg: three processes share invoice/1001; the database refuses the stalled one's write
 ## through fence() (asserts the outcome)

@@ -18,6 +18,13 @@
 //! cluster of `make bench-pg` is started with `off` for the tests' speed). `BENCH_PG_ASYNC=1`
 //! leaves the baselines on the cluster's setting instead, to see the cost of that.
 //!
+//! The server's `fsync` decides what a commit costs: `make bench-pg` runs this twice, on a
+//! cluster with `fsync = off` (as the tests run it: the cost is the server's CPU per
+//! statement) and on one with `fsync = on` (PostgreSQL's default and a production server's:
+//! the cost is mostly the WAL flushes, and the engine's release that grants nothing does not
+//! wait for its flush). The header says which one ran; the CPU rows give each side's user +
+//! system time, server and client, read from `/proc` (the cluster runs on this machine).
+//!
 //! Needs `ALKSTORE_PG_URL` (set by `make bench-pg`, which starts a throwaway cluster). Built
 //! in this separate package so that alkstore-pg is the plain build (no `test-clock`); it
 //! checks that too.
@@ -109,6 +116,62 @@ async fn wal_writes(admin: &Client) -> i64 {
         .map_or(0, |row| row.get(0))
 }
 
+/// CPU seconds (user + system) used so far by process `pid` (the server's backends run on this
+/// machine: `make bench-pg` starts the cluster here), from `/proc/<pid>/stat`; 0 elsewhere.
+fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // After the command name (which may hold spaces), field 3 (state) comes first: utime
+    // and stime, fields 14 and 15, are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / clock_ticks()
+}
+
+/// Clock ticks per second of `/proc`'s CPU times (`getconf CLK_TCK`; 100 on Linux).
+fn clock_ticks() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// The server process ids of every connection named `app` (the engine names its own
+/// `alkstore-pg`).
+async fn backends(admin: &Client, app: &str) -> Vec<u32> {
+    admin
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = $1",
+            &[&app],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get::<_, i32>(0) as u32)
+        .collect()
+}
+
+/// CPU seconds used so far by the server processes `pids` together.
+fn server_cpu(pids: &[u32]) -> f64 {
+    pids.iter().map(|&pid| cpu_secs(pid)).sum()
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
@@ -144,6 +207,10 @@ async fn main() {
     assert_eq!(clock, "server", "the bench must run the plain build");
 
     let row = Row::new(&url, &table).await;
+    row.client
+        .batch_execute("SET application_name = 'bench-lease-row'")
+        .await
+        .unwrap();
     let advisory = client(&url).await;
     let try_adv = advisory
         .prepare("SELECT pg_try_advisory_lock($1)")
@@ -165,22 +232,34 @@ async fn main() {
         let _ = advisory.query_one(&unlock_adv, &[&key]).await.unwrap();
     }
 
+    // Server CPU: the engine's connections (its pool of one, its LISTEN connection) and the
+    // baseline's one; client CPU: this process, during each side's rounds only.
+    let ours_pids = backends(&admin, "alkstore-pg").await;
+    let row_pids = backends(&admin, "bench-lease-row").await;
+    let me = std::process::id();
+    let (mut ours_cpu, mut rows_cpu) = ([0.0; 2], [0.0; 2]);
     let (mut ours, mut rows, mut floor) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ours_wal, mut rows_wal) = (0, 0);
     for _ in 0..ROUNDS {
         let before = wal_writes(&admin).await;
+        let (server, client) = (server_cpu(&ours_pids), cpu_secs(me));
         let start = Instant::now();
         for _ in 0..PER_ROUND {
             let lock = one.try_lock("rt", "me", TTL).await.unwrap().unwrap();
             assert!(lock.release().await.unwrap());
         }
         ours.push(per_cycle_us(start, PER_ROUND));
+        ours_cpu[0] += server_cpu(&ours_pids) - server;
+        ours_cpu[1] += cpu_secs(me) - client;
         let between = wal_writes(&admin).await;
+        let (server, client) = (server_cpu(&row_pids), cpu_secs(me));
         let start = Instant::now();
         for _ in 0..PER_ROUND {
             row.cycle("rt", "me").await;
         }
         rows.push(per_cycle_us(start, PER_ROUND));
+        rows_cpu[0] += server_cpu(&row_pids) - server;
+        rows_cpu[1] += cpu_secs(me) - client;
         let after = wal_writes(&admin).await;
         ours_wal += between - before;
         rows_wal += after - between;
@@ -250,13 +329,14 @@ async fn main() {
         .await
         .unwrap();
 
+    let fsync: String = admin.query_one("SHOW fsync", &[]).await.unwrap().get(0);
     let durability = if std::env::var_os("BENCH_PG_ASYNC").is_none() {
         "synchronous_commit = on everywhere"
     } else {
         "baselines on the cluster's synchronous_commit, the engine on"
     };
     println!(
-        "## alkstore-pg bench (one throwaway cluster on localhost, {ROUNDS} alternating rounds of {PER_ROUND}, medians; {durability})"
+        "## alkstore-pg bench: server fsync = {fsync} (one throwaway cluster on localhost, {ROUNDS} alternating rounds of {PER_ROUND}, medians; {durability})"
     );
     println!();
     println!("| what | alkstore-pg | baseline | ours / baseline |");
@@ -274,6 +354,19 @@ async fn main() {
         ours_wal as f64 / cycles,
         rows_wal as f64 / cycles
     );
+    let us = |secs: f64| secs * 1e6 / cycles;
+    println!(
+        "| server CPU per try_lock + release (the backends' user + system time, /proc) | {:.1} µs | {:.1} µs | {:.3}x |",
+        us(ours_cpu[0]),
+        us(rows_cpu[0]),
+        ours_cpu[0] / rows_cpu[0]
+    );
+    println!(
+        "| client CPU per try_lock + release (this process, tokio and tokio-postgres included) | {:.1} µs | {:.1} µs | {:.3}x |",
+        us(ours_cpu[1]),
+        us(rows_cpu[1]),
+        ours_cpu[1] / rows_cpu[1]
+    );
     println!(
         "| throughput, {TASKS} tasks on a pool of {POOL} (cycles/s; baseline: the lease row, 4 connections checked out per call) | {ours_tp:.0} /s | {row_tp:.0} /s | {:.3}x the time |",
         row_tp / ours_tp
@@ -281,6 +374,6 @@ async fn main() {
     println!();
     let verdict = if ratio <= 1.2 { "within" } else { "OVER" };
     println!(
-        "round-trip ratio against the hand-rolled lease row {ratio:.3}x: {verdict} the 1.2x target"
+        "fsync = {fsync}: round-trip ratio against the hand-rolled lease row {ratio:.3}x: {verdict} the 1.2x target"
     );
 }
