@@ -252,9 +252,20 @@ mod panicking_subscriber {
     #[test]
     fn a_panicking_subscriber_does_not_strand_a_try_lock_grant() {
         let registry = LockRegistry::new(ManualClock::new());
+        // The grant event's callsite registered before the subscriber exists (a first hit
+        // racing the subscriber's installation could keep "never"), and asked again after.
+        alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false);
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
-            // Another test thread may have cached "never" for a callsite meanwhile.
-            tracing::callsite::rebuild_interest_cache();
+            // Another test thread may have cached "never" for a callsite meanwhile: ask
+            // again until the grant event reaches this subscriber (it panics on it).
+            let sees_grants = (0..100).any(|_| {
+                tracing::callsite::rebuild_interest_cache();
+                catch_unwind(|| {
+                    alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false)
+                })
+                .is_err()
+            });
+            assert!(sees_grants, "the subscriber sees grant events");
             catch_unwind(AssertUnwindSafe(|| {
                 registry.try_lock("job", "a", secs(3600))
             }))
@@ -282,9 +293,20 @@ mod panicking_subscriber {
         assert!(first.as_mut().poll(&mut cx).is_pending());
         assert!(second.as_mut().poll(&mut cx).is_pending());
         assert!(holder.release(), "handed to the first waiter");
+        // The grant event's callsite registered before the subscriber exists (a first hit
+        // racing the subscriber's installation could keep "never"), and asked again after.
+        alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false);
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
-            // Another test thread may have cached "never" for a callsite meanwhile.
-            tracing::callsite::rebuild_interest_cache();
+            // Another test thread may have cached "never" for a callsite meanwhile: ask
+            // again until the grant event reaches this subscriber (it panics on it).
+            let sees_grants = (0..100).any(|_| {
+                tracing::callsite::rebuild_interest_cache();
+                catch_unwind(|| {
+                    alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false)
+                })
+                .is_err()
+            });
+            assert!(sees_grants, "the subscriber sees grant events");
             catch_unwind(AssertUnwindSafe(|| {
                 first.as_mut().poll(&mut noop()).is_ready()
             }))

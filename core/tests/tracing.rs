@@ -73,6 +73,22 @@ impl Subscriber for Recorder {
     fn exit(&self, _: &Id) {}
 }
 
+/// Emits every event once with no subscriber on this thread, so that their callsites are
+/// registered before the recorder is installed: a callsite's first hit, racing a subscriber's
+/// installation on another thread, can store "never" after the installation's rebuild.
+fn register_callsites() {
+    use alkstore_mem::{LeaseInfo, LockError, Timestamp, events};
+    let error = LockError::Unavailable {
+        reason: "registering the callsites".into(),
+    };
+    let at = Timestamp::from_millis(0);
+    events::granted("", "", 0, at, false);
+    events::renew_refused("", "", 0, &error);
+    events::lease_lost("", 0, &error);
+    events::force_released(&LeaseInfo::new("", "", 0, at));
+    events::unavailable("", &error);
+}
+
 #[test]
 fn grants_hand_offs_refusals_losses_and_force_releases_are_traced_outside_the_locks() {
     let (done, finished) = mpsc::channel();
@@ -84,6 +100,7 @@ fn grants_hand_offs_refusals_losses_and_force_releases_are_traced_outside_the_lo
             seen: Arc::clone(&seen),
             registry: registry.clone(),
         };
+        register_callsites();
         tracing::subscriber::with_default(recorder, || {
             // Another test thread may have cached "never" for a callsite meanwhile.
             tracing::callsite::rebuild_interest_cache();

@@ -36,6 +36,38 @@ impl Visit for Seen {
     }
 }
 
+/// Emits every event of [`alkstore_mem::events`] once, to register their callsites with
+/// `tracing` before a test installs a subscriber of its own (call it with none installed on
+/// this thread: the events then go nowhere). A callsite's first hit computes its interest
+/// from the subscribers that exist at that moment and stores it *after* a rebuild that runs
+/// meanwhile, so a callsite first hit by a parallel test while this thread's subscriber was
+/// being installed can keep "never" for good; one registered beforehand is asked again by
+/// every later installation. [`Recorder::install`] calls this first.
+pub fn register_callsites() {
+    emit_each("");
+}
+
+/// The name the probes of [`Recorder::install`] carry (no lock name holds a NUL).
+const PROBE: &str = "\0alkstore-recorder-probe";
+/// How many events [`emit_each`] emits.
+const EVENTS: usize = 5;
+/// How many times [`Recorder::install`] asks the callsites again at most.
+const PROBES: usize = 100;
+
+/// Emits each of the [`EVENTS`] events of [`alkstore_mem::events`] once, for lock `name`.
+fn emit_each(name: &str) {
+    use alkstore_mem::{LeaseInfo, LockError, Timestamp, events};
+    let error = LockError::Unavailable {
+        reason: "probing the callsites".into(),
+    };
+    let at = Timestamp::from_millis(0);
+    events::granted(name, "", 0, at, false);
+    events::renew_refused(name, "", 0, &error);
+    events::lease_lost(name, 0, &error);
+    events::force_released(&LeaseInfo::new(name, "", 0, at));
+    events::unavailable(name, &error);
+}
+
 /// Keeps every event of target `alkstore`; clones share one list.
 ///
 /// # Example
@@ -56,10 +88,22 @@ impl Recorder {
     /// Makes this the current thread's subscriber until the guard is dropped.
     #[must_use = "the subscriber is uninstalled when the guard is dropped"]
     pub fn install(&self) -> tracing::subscriber::DefaultGuard {
+        register_callsites();
         let guard = tracing::subscriber::set_default(self.clone());
         // A callsite first hit by another test's thread (with no subscriber) while this one
-        // was being made may have cached "never": ask every callsite again.
-        tracing::callsite::rebuild_interest_cache();
+        // was being made may have cached "never": ask every callsite again until each event
+        // reaches this recorder (a bounded number of times: without the core's `tracing`
+        // feature none ever does), and forget the probes.
+        for _ in 0..PROBES {
+            tracing::callsite::rebuild_interest_cache();
+            emit_each(PROBE);
+            let mut seen = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let before = seen.len();
+            seen.retain(|e| e.get("name") != Some(PROBE) && e.get("context") != Some(PROBE));
+            if before - seen.len() == EVENTS {
+                break;
+            }
+        }
         guard
     }
 

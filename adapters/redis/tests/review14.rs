@@ -232,10 +232,24 @@ mod panicking_subscriber {
             .build()
             .unwrap();
         let store = rt.block_on(store());
+        alkstore_mem_conformance::recorder::register_callsites();
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
-            // A callsite first hit by another test's thread (no subscriber) may have cached
-            // "never" while this subscriber was being made: ask every callsite again.
-            tracing::callsite::rebuild_interest_cache();
+            // Another test thread may have cached "never" for a callsite meanwhile: ask
+            // again until the grant event reaches this subscriber (it panics on it).
+            let sees_grants = (0..100).any(|_| {
+                tracing::callsite::rebuild_interest_cache();
+                catch_unwind(|| {
+                    alkstore_mem::events::granted(
+                        "",
+                        "",
+                        0,
+                        alkstore_mem::Timestamp::from_millis(0),
+                        false,
+                    )
+                })
+                .is_err()
+            });
+            assert!(sees_grants, "the subscriber sees grant events");
             catch_unwind(AssertUnwindSafe(|| {
                 rt.block_on(store.try_lock("job", "a", Duration::from_secs(3600)))
             }))
