@@ -246,26 +246,31 @@ mod panicking_subscriber {
         fn exit(&self, _: &Id) {}
     }
 
+    /// Emits a grant event: its callsite registered before the subscriber exists (a first
+    /// hit on another test thread racing the installation could keep "never" for good).
+    fn grant_event() {
+        alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false);
+    }
+
+    /// Asks every callsite again, then whether a grant event reaches `PanicOnGrant` (it
+    /// panics on it).
+    fn sees_grants() -> bool {
+        tracing::callsite::rebuild_interest_cache();
+        catch_unwind(grant_event).is_err()
+    }
+
     /// `try_lock` emits "lock granted" after the grant is in the table but before the `Lock`
     /// handle exists: the subscriber's panic leaves a lease that no handle owns, so nobody
     /// can release it, and the name stays taken until the ttl runs out (here an hour).
     #[test]
     fn a_panicking_subscriber_does_not_strand_a_try_lock_grant() {
         let registry = LockRegistry::new(ManualClock::new());
-        // The grant event's callsite registered before the subscriber exists (a first hit
-        // racing the subscriber's installation could keep "never"), and asked again after.
-        alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false);
+        grant_event();
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
-            // Another test thread may have cached "never" for a callsite meanwhile: ask
-            // again until the grant event reaches this subscriber (it panics on it).
-            let sees_grants = (0..100).any(|_| {
-                tracing::callsite::rebuild_interest_cache();
-                catch_unwind(|| {
-                    alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false)
-                })
-                .is_err()
-            });
-            assert!(sees_grants, "the subscriber sees grant events");
+            assert!(
+                (0..100).any(|_| sees_grants()),
+                "the subscriber sees grant events"
+            );
             catch_unwind(AssertUnwindSafe(|| {
                 registry.try_lock("job", "a", secs(3600))
             }))
@@ -293,20 +298,12 @@ mod panicking_subscriber {
         assert!(first.as_mut().poll(&mut cx).is_pending());
         assert!(second.as_mut().poll(&mut cx).is_pending());
         assert!(holder.release(), "handed to the first waiter");
-        // The grant event's callsite registered before the subscriber exists (a first hit
-        // racing the subscriber's installation could keep "never"), and asked again after.
-        alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false);
+        grant_event();
         let outcome = tracing::subscriber::with_default(PanicOnGrant, || {
-            // Another test thread may have cached "never" for a callsite meanwhile: ask
-            // again until the grant event reaches this subscriber (it panics on it).
-            let sees_grants = (0..100).any(|_| {
-                tracing::callsite::rebuild_interest_cache();
-                catch_unwind(|| {
-                    alkstore_mem::events::granted("", "", 0, Timestamp::from_millis(0), false)
-                })
-                .is_err()
-            });
-            assert!(sees_grants, "the subscriber sees grant events");
+            assert!(
+                (0..100).any(|_| sees_grants()),
+                "the subscriber sees grant events"
+            );
             catch_unwind(AssertUnwindSafe(|| {
                 first.as_mut().poll(&mut noop()).is_ready()
             }))
