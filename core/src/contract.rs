@@ -30,6 +30,8 @@
 //!   in-memory [`Acquire`](crate::Acquire), [`KeepAlive`](crate::KeepAlive) and
 //!   [`Lapsed`](crate::Lapsed); a remote engine's through [`BoxedFuture`](crate::BoxedFuture)),
 //!   and generic code names them as `S::Acquire`, `L::KeepAlive<'a>` and `L::Lapsed<'a>`.
+//!   A remote engine's `acquire` future wraps a [`PendingAcquire`], which holds the
+//!   request until the first poll (the wait counts from there).
 //!
 //! # Example: code generic over the engine
 //! ```
@@ -59,6 +61,8 @@ use crate::error::LockError;
 use crate::lease::LeaseInfo;
 use crate::snapshot::Snapshot;
 use crate::time::Timestamp;
+
+pub use crate::pending::{AcquireRequest, PendingAcquire};
 
 /// `Send` where threads exist, nothing on `wasm32`.
 ///

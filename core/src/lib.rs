@@ -71,6 +71,7 @@ mod lease;
 mod manual_clock;
 mod memory_store;
 mod padded;
+mod pending;
 mod registry;
 #[cfg(feature = "serde")]
 mod serde_data;

@@ -16,6 +16,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use alkstore_mem::LockError;
+use alkstore_mem::contract::{AcquireRequest, PendingAcquire};
 
 use crate::cancel::CancelGuard;
 use crate::lock::IdbLock;
@@ -31,22 +32,7 @@ use crate::{BoxedFuture, IdbFuture};
 /// the request's validation error, or [`LockError::Unavailable`]. Dropping it withdraws the
 /// request (its ticket leaves the queue, and a lease already handed to it goes on).
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
-pub struct IdbAcquire {
-    state: State,
-}
-
-enum State {
-    Start {
-        store: IdbLocks,
-        name: String,
-        owner: String,
-        ttl: Duration,
-        wait: Option<Duration>,
-        checked: Result<(), LockError>,
-    },
-    Waiting(IdbFuture<'static, Option<IdbLock>>),
-    Done,
-}
+pub struct IdbAcquire(PendingAcquire<IdbLocks, IdbLock>);
 
 impl IdbAcquire {
     pub(crate) fn new(
@@ -56,16 +42,14 @@ impl IdbAcquire {
         ttl: Duration,
         checked: Result<(), LockError>,
     ) -> Self {
-        IdbAcquire {
-            state: State::Start {
-                store,
-                name: name.into(),
-                owner: owner.into(),
-                ttl,
-                wait: None,
-                checked,
-            },
-        }
+        let request = AcquireRequest {
+            store,
+            name: name.into(),
+            owner: owner.into(),
+            ttl,
+            wait: None,
+        };
+        IdbAcquire(PendingAcquire::new(request, checked, start, "IdbAcquire"))
     }
 
     /// Bounds the wait: the future resolves to `Ok(None)` once `wait` has elapsed on the
@@ -84,9 +68,7 @@ impl IdbAcquire {
     /// # }
     /// ```
     pub fn timeout(mut self, wait: Duration) -> Self {
-        if let State::Start { wait: bound, .. } = &mut self.state {
-            *bound = Some(wait);
-        }
+        self.0.set_timeout(wait);
         self
     }
 }
@@ -95,47 +77,27 @@ impl Future for IdbAcquire {
     type Output = Result<Option<IdbLock>, LockError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let State::Start { .. } = self.state {
-            let State::Start {
-                store,
-                name,
-                owner,
-                ttl,
-                wait,
-                checked,
-            } = core::mem::replace(&mut self.state, State::Done)
-            else {
-                unreachable!("matched just above")
-            };
-            if let Err(err) = checked {
-                return Poll::Ready(Err(err));
-            }
-            self.state = State::Waiting(BoxedFuture::new(wait_for(store, name, owner, ttl, wait)));
-        }
-        match &mut self.state {
-            State::Waiting(fut) => {
-                let out = Pin::new(fut).poll(cx);
-                if out.is_ready() {
-                    self.state = State::Done;
-                }
-                out
-            }
-            State::Start { .. } | State::Done => Poll::Ready(Err(LockError::Unavailable {
-                reason: "IdbAcquire polled after it resolved".into(),
-            })),
-        }
+        Pin::new(&mut self.0).poll(cx)
     }
 }
 
 impl fmt::Debug for IdbAcquire {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.state {
-            State::Start { .. } => "start",
-            State::Waiting(_) => "waiting",
-            State::Done => "done",
-        };
-        f.debug_struct("IdbAcquire").field("state", &state).finish()
+        self.0.fmt(f)
     }
+}
+
+/// Starts waiting for `request`, at the future's first poll (the wait counts on the
+/// engine's clock from there).
+fn start(request: AcquireRequest<IdbLocks>) -> IdbFuture<'static, Option<IdbLock>> {
+    let AcquireRequest {
+        store,
+        name,
+        owner,
+        ttl,
+        wait,
+    } = request;
+    BoxedFuture::new(wait_for(store, name, owner, ttl, wait))
 }
 
 async fn wait_for(

@@ -54,7 +54,8 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use alkstore_mem::LockError;
+use alkstore_mem::contract::{AcquireRequest, PendingAcquire};
+use alkstore_mem::{BoxedFuture, LockError};
 
 use crate::cleanup::Cleanup;
 use crate::lock::PgLock;
@@ -71,24 +72,7 @@ use crate::wire::{Anchor, field, from_us, micros, numbers, owner_to_sql};
 /// runtime or the runtime shuts down first, as a dropped [`PgLock`]'s release does). `Send`
 /// and `'static`.
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
-pub struct PgAcquire {
-    state: State,
-}
-
-type Waiting = Pin<Box<dyn Future<Output = Result<Option<PgLock>, LockError>> + Send>>;
-
-enum State {
-    Start {
-        store: PgLocks,
-        name: String,
-        owner: String,
-        ttl: Duration,
-        wait: Option<Duration>,
-        checked: Result<(), LockError>,
-    },
-    Waiting(Waiting),
-    Done,
-}
+pub struct PgAcquire(PendingAcquire<PgLocks, PgLock>);
 
 impl PgAcquire {
     pub(crate) fn new(
@@ -98,16 +82,14 @@ impl PgAcquire {
         ttl: Duration,
         checked: Result<(), LockError>,
     ) -> Self {
-        PgAcquire {
-            state: State::Start {
-                store,
-                name: name.into(),
-                owner: owner.into(),
-                ttl,
-                wait: None,
-                checked,
-            },
-        }
+        let request = AcquireRequest {
+            store,
+            name: name.into(),
+            owner: owner.into(),
+            ttl,
+            wait: None,
+        };
+        PgAcquire(PendingAcquire::new(request, checked, start, "PgAcquire"))
     }
 
     /// Bounds the wait: the future resolves to `Ok(None)` once `wait` has elapsed without a
@@ -131,9 +113,7 @@ impl PgAcquire {
     /// # }
     /// ```
     pub fn timeout(mut self, wait: Duration) -> Self {
-        if let State::Start { wait: bound, .. } = &mut self.state {
-            *bound = Some(wait);
-        }
+        self.0.set_timeout(wait);
         self
     }
 }
@@ -142,49 +122,29 @@ impl Future for PgAcquire {
     type Output = Result<Option<PgLock>, LockError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let State::Start { .. } = self.state {
-            let State::Start {
-                store,
-                name,
-                owner,
-                ttl,
-                wait,
-                checked,
-            } = std::mem::replace(&mut self.state, State::Done)
-            else {
-                unreachable!()
-            };
-            if let Err(err) = checked {
-                return Poll::Ready(Err(err));
-            }
-            // The wait counts from here, the first poll.
-            let started = Instant::now();
-            self.state = State::Waiting(Box::pin(wait_for(store, name, owner, ttl, wait, started)));
-        }
-        match &mut self.state {
-            State::Waiting(fut) => {
-                let out = fut.as_mut().poll(cx);
-                if out.is_ready() {
-                    self.state = State::Done;
-                }
-                out
-            }
-            State::Start { .. } | State::Done => Poll::Ready(Err(LockError::Unavailable {
-                reason: "PgAcquire polled after it resolved".into(),
-            })),
-        }
+        Pin::new(&mut self.0).poll(cx)
     }
 }
 
 impl fmt::Debug for PgAcquire {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.state {
-            State::Start { .. } => "start",
-            State::Waiting(_) => "waiting",
-            State::Done => "done",
-        };
-        f.debug_struct("PgAcquire").field("state", &state).finish()
+        self.0.fmt(f)
     }
+}
+
+/// Starts waiting for `request`, at the future's first poll.
+fn start(
+    request: AcquireRequest<PgLocks>,
+) -> BoxedFuture<'static, Result<Option<PgLock>, LockError>> {
+    let AcquireRequest {
+        store,
+        name,
+        owner,
+        ttl,
+        wait,
+    } = request;
+    // The wait counts from here, the first poll.
+    BoxedFuture::new(wait_for(store, name, owner, ttl, wait, Instant::now()))
 }
 
 /// A process-unique, unguessable id for a request or a waiter.

@@ -44,7 +44,8 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use alkstore_mem::LockError;
+use alkstore_mem::contract::{AcquireRequest, PendingAcquire};
+use alkstore_mem::{BoxedFuture, LockError};
 
 use crate::cleanup::Cleanup;
 use crate::lock::RedisLock;
@@ -59,24 +60,7 @@ use crate::store::{Anchor, RedisLocks, ToRedisArgsDyn, field, from_us, micros, u
 /// there is no runtime or the runtime shuts down first, as a dropped [`RedisLock`]'s
 /// release does). `Send` and `'static`.
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
-pub struct RedisAcquire {
-    state: State,
-}
-
-type Waiting = Pin<Box<dyn Future<Output = Result<Option<RedisLock>, LockError>> + Send>>;
-
-enum State {
-    Start {
-        store: RedisLocks,
-        name: String,
-        owner: String,
-        ttl: Duration,
-        wait: Option<Duration>,
-        checked: Result<(), LockError>,
-    },
-    Waiting(Waiting),
-    Done,
-}
+pub struct RedisAcquire(PendingAcquire<RedisLocks, RedisLock>);
 
 impl RedisAcquire {
     pub(crate) fn new(
@@ -86,16 +70,14 @@ impl RedisAcquire {
         ttl: Duration,
         checked: Result<(), LockError>,
     ) -> Self {
-        RedisAcquire {
-            state: State::Start {
-                store,
-                name: name.into(),
-                owner: owner.into(),
-                ttl,
-                wait: None,
-                checked,
-            },
-        }
+        let request = AcquireRequest {
+            store,
+            name: name.into(),
+            owner: owner.into(),
+            ttl,
+            wait: None,
+        };
+        RedisAcquire(PendingAcquire::new(request, checked, start, "RedisAcquire"))
     }
 
     /// Bounds the wait: the future resolves to `Ok(None)` once `wait` has elapsed without a
@@ -106,9 +88,7 @@ impl RedisAcquire {
     /// [`LockError::Unavailable`]. `timeout(Duration::ZERO)` answers exactly as
     /// [`RedisLocks::try_lock`] does. Once the future has been polled this changes nothing.
     pub fn timeout(mut self, wait: Duration) -> Self {
-        if let State::Start { wait: bound, .. } = &mut self.state {
-            *bound = Some(wait);
-        }
+        self.0.set_timeout(wait);
         self
     }
 }
@@ -117,51 +97,29 @@ impl Future for RedisAcquire {
     type Output = Result<Option<RedisLock>, LockError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if let State::Start { .. } = self.state {
-            let State::Start {
-                store,
-                name,
-                owner,
-                ttl,
-                wait,
-                checked,
-            } = std::mem::replace(&mut self.state, State::Done)
-            else {
-                unreachable!()
-            };
-            if let Err(err) = checked {
-                return Poll::Ready(Err(err));
-            }
-            // The wait counts from here, the first poll.
-            let started = Instant::now();
-            self.state = State::Waiting(Box::pin(wait_for(store, name, owner, ttl, wait, started)));
-        }
-        match &mut self.state {
-            State::Waiting(fut) => {
-                let out = fut.as_mut().poll(cx);
-                if out.is_ready() {
-                    self.state = State::Done;
-                }
-                out
-            }
-            State::Start { .. } | State::Done => Poll::Ready(Err(LockError::Unavailable {
-                reason: "RedisAcquire polled after it resolved".into(),
-            })),
-        }
+        Pin::new(&mut self.0).poll(cx)
     }
 }
 
 impl fmt::Debug for RedisAcquire {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match &self.state {
-            State::Start { .. } => "start",
-            State::Waiting(_) => "waiting",
-            State::Done => "done",
-        };
-        f.debug_struct("RedisAcquire")
-            .field("state", &state)
-            .finish()
+        self.0.fmt(f)
     }
+}
+
+/// Starts waiting for `request`, at the future's first poll.
+fn start(
+    request: AcquireRequest<RedisLocks>,
+) -> BoxedFuture<'static, Result<Option<RedisLock>, LockError>> {
+    let AcquireRequest {
+        store,
+        name,
+        owner,
+        ttl,
+        wait,
+    } = request;
+    // The wait counts from here, the first poll.
+    BoxedFuture::new(wait_for(store, name, owner, ttl, wait, Instant::now()))
 }
 
 /// A process-unique, unguessable id for a waiter.
