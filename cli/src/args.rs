@@ -26,7 +26,7 @@ Options:
   --url URL       the engine, by its URL's scheme: {schemes}
                   (default: $ALKSTORE_URL)
   --namespace NS  the namespace the application uses (Redis: default \"alk\"; PostgreSQL: the
-                  schema, default \"alkstore\", installed on connect if missing)
+                  schema, default \"alkstore\", which must exist)
   --json          print JSON instead of a table (one object, one line)
   -h, --help      print this text
   -V, --version   print the version

@@ -40,6 +40,9 @@ impl PgConfig {
     pub const MIN_WAITER_HEARTBEAT: Duration = Duration::from_millis(10);
     /// The longest waiter heartbeat: 60 s.
     pub const MAX_WAITER_HEARTBEAT: Duration = Duration::from_secs(60);
+    /// The largest pool: 64 connections (every one is opened at connect, and each is a
+    /// server process).
+    pub const MAX_POOL_SIZE: usize = 64;
 
     /// Schema `"alkstore"`, the core's default limits (256-byte names and owners), a 2 s
     /// `io_timeout`, a pool of 4 connections, a 1 s waiter heartbeat and a 100 ms lock wait.
@@ -109,12 +112,23 @@ impl PgConfig {
         self
     }
 
-    /// How many connections the store's pool opens at most (besides the one that listens
-    /// for wake-ups). Calls beyond it wait for a free connection, within their
-    /// `io_timeout`. Default: 4; at least 1.
+    /// How many connections the store's pool keeps (besides the one that listens for
+    /// wake-ups): all are opened and prepared at connect, and one that breaks is opened
+    /// again when needed. Calls beyond them wait for a free connection, within their
+    /// `io_timeout`. Each is a server process, counted against the server's
+    /// `max_connections`. Default: 4; clamped to 1 ..= [`MAX_POOL_SIZE`](Self::MAX_POOL_SIZE)
+    /// (64).
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_pg::PgConfig;
+    ///
+    /// assert_eq!(PgConfig::new().with_pool_size(0).pool_size(), 1);
+    /// assert_eq!(PgConfig::new().with_pool_size(usize::MAX).pool_size(), PgConfig::MAX_POOL_SIZE);
+    /// ```
     #[must_use]
     pub fn with_pool_size(mut self, size: usize) -> Self {
-        self.pool_size = size.max(1);
+        self.pool_size = size.clamp(1, Self::MAX_POOL_SIZE);
         self
     }
 
@@ -177,8 +191,19 @@ impl PgConfig {
             .max(Duration::from_millis(1))
     }
 
-    /// Checks the schema name: `Err` with the reason when it is not one this engine uses.
-    pub(crate) fn check_schema(&self) -> Result<(), String> {
+    /// Checks the schema name as [`PgLocks::connect_with`](crate::PgLocks::connect_with)
+    /// does before connecting: `Err` with the reason when it is not one this engine uses
+    /// (so that a tool can tell a bad argument from a server it cannot reach).
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_pg::PgConfig;
+    ///
+    /// assert!(PgConfig::new().with_schema("billing_locks").check_schema().is_ok());
+    /// let refused = PgConfig::new().with_schema("pg_locks").check_schema().unwrap_err();
+    /// assert!(refused.contains("reserved"), "{refused}");
+    /// ```
+    pub fn check_schema(&self) -> Result<(), String> {
         let s = self.schema.as_str();
         let why = if s.is_empty() {
             Some("it is empty")

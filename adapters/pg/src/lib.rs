@@ -51,7 +51,8 @@
 //!   one longer than 2000 bytes, beyond what a btree key holds, is keyed by its SHA-256) and
 //!   owners are bound parameters, never spliced into SQL; only the schema is an identifier,
 //!   checked and quoted.
-//! - **Memory follows the live state**: every store sweeps the schema every 30 s; a name
+//! - **Memory follows the live state**: every store sweeps the schema every 30 s (on the
+//!   runtime it was connected on, while that runs); a name
 //!   unused for a minute (free, or lapsed with crashed waiters, or handed to a waiter that
 //!   died before picking it up) loses its rows.
 //!

@@ -102,7 +102,9 @@ impl PgLock {
         Timestamp::from_nanos(self.deadline.load(Ordering::Acquire))
     }
 
-    /// The ttl of the last grant or renewal: what [`keep_alive`](Self::keep_alive) renews to.
+    /// The ttl of the last grant or renewal, as asked: what [`keep_alive`](Self::keep_alive)
+    /// renews to. The server cuts a ttl above 100 years to 100 years (so that deadlines stay
+    /// well inside a `bigint`); [`deadline`](Self::deadline) is the one it granted.
     pub fn ttl(&self) -> Duration {
         Duration::from_nanos(self.ttl.load(Ordering::Acquire))
     }

@@ -32,8 +32,12 @@ pub type PgFuture<'a, T> = BoxedFuture<'a, Result<T, LockError>>;
 /// the lease row's lock and writes, in one round trip. See the [crate docs](crate) for the
 /// model and the guarantees.
 ///
-/// A store is bound to the tokio runtime it was connected on (its connections' tasks run
-/// there).
+/// A store is bound to the tokio runtime it was connected on: its connections' tasks, the
+/// listener of wake-ups and the 30 s sweep run there. Use it from that runtime. Called from
+/// another runtime while that one is not being driven, its calls time out (`Unavailable`
+/// after the `io_timeout`) even though the server answers; once that runtime is dropped, its
+/// connections are opened again on the caller's runtime, but its sweep has stopped (other
+/// stores on the schema still sweep it).
 ///
 /// # Example
 /// ```no_run
@@ -178,6 +182,10 @@ impl PgLocks {
     /// [`PgLock::fence`] for the lease `lease` describes: what a
     /// [`with_lock`](alkstore_mem::with_lock) body, which gets the lease's
     /// [`LeaseInfo`] rather than the handle, calls inside its transaction.
+    ///
+    /// The lease must be one this store granted: the check is on this store's schema, by
+    /// name and token, and tokens are unique per schema only, so a lease of another schema
+    /// (or engine) whose name and token happen to match a live lease here passes.
     ///
     /// # Errors
     /// As [`PgLock::fence`]: SQLSTATE `55F01` ([`is_fence_error`](crate::is_fence_error))

@@ -10,11 +10,13 @@ use alkstore_pg::{PgConfig, PgLocks};
 use crate::command::{EngineClock, Failure};
 
 /// Connects to the database at `url`, in schema `namespace` (else the engine's default,
-/// `"alkstore"`; connecting installs the engine's schema there if it is missing).
+/// `"alkstore"`), which must exist: an operator's view never installs the engine's schema,
+/// so that a mistyped namespace is an error rather than an empty, newly made schema.
 ///
 /// # Errors
-/// [`Failure::Unavailable`] when the server cannot be reached, or the schema name is refused
-/// (the engine's message, which never quotes the URL's password).
+/// [`Failure::Usage`] for a schema name the engine refuses, or one the database does not
+/// have; [`Failure::Unavailable`] when the server cannot be reached (the engine's message,
+/// which never quotes the URL's password).
 pub(super) async fn open(
     url: &str,
     namespace: Option<&str>,
@@ -26,15 +28,20 @@ pub(super) async fn open(
     if let Some(schema) = namespace {
         config = config.with_schema(schema);
     }
-    let io_timeout = config.io_timeout();
+    config.check_schema().map_err(Failure::Usage)?;
+    let clock = PgClock {
+        url: url.to_owned(),
+        io_timeout: config.io_timeout(),
+    };
+    if !clock.schema_exists(config.schema()).await? {
+        return Err(Failure::Usage(format!(
+            "schema {:?} does not exist in this database: no alkstore-pg store has used it \
+             (check --namespace; the default is \"alkstore\")",
+            config.schema()
+        )));
+    }
     let store = PgLocks::connect_with(url, config).await?;
-    Ok((
-        store,
-        PgClock {
-            url: url.to_owned(),
-            io_timeout,
-        },
-    ))
+    Ok((store, clock))
 }
 
 /// The PostgreSQL server's clock, read with `clock_timestamp()`: the clock the engine's
@@ -44,36 +51,64 @@ pub(super) struct PgClock {
     io_timeout: Duration,
 }
 
-impl EngineClock for PgClock {
-    async fn now(&self) -> Result<Timestamp, LockError> {
+impl PgClock {
+    /// Runs `sql` (one row, one column of type `T`) on a connection of its own, within the
+    /// `io_timeout`; `what` names it in errors.
+    async fn query_one<T>(
+        &self,
+        what: &str,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<T, LockError>
+    where
+        T: for<'a> tokio_postgres::types::FromSql<'a>,
+    {
         let read = async {
             let (client, connection) =
                 tokio_postgres::connect(&self.url, tokio_postgres::NoTls).await?;
             let driver = tokio::spawn(connection);
-            let row = client
-                .query_one(
-                    "SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint",
-                    &[],
-                )
-                .await;
+            let row = client.query_one(sql, params).await;
             drop(client);
             driver.abort();
-            row?.try_get::<_, i64>(0)
+            row?.try_get::<_, T>(0)
         };
         match tokio::time::timeout(self.io_timeout, read).await {
-            Ok(Ok(micros)) => Ok(Timestamp::from_nanos(
-                u64::try_from(micros).unwrap_or(0).saturating_mul(1_000),
-            )),
+            Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(LockError::Unavailable {
-                reason: format!("postgres clock_timestamp(): {e}"),
+                reason: format!("postgres {what}: {e}"),
             }),
             Err(_) => Err(LockError::Unavailable {
                 reason: format!(
-                    "postgres clock_timestamp() did not answer within {:?}",
+                    "postgres {what} did not answer within {:?}",
                     self.io_timeout
                 ),
             }),
         }
+    }
+
+    /// Whether the database has schema `schema`.
+    async fn schema_exists(&self, schema: &str) -> Result<bool, LockError> {
+        self.query_one(
+            "schema lookup",
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)",
+            &[&schema],
+        )
+        .await
+    }
+}
+
+impl EngineClock for PgClock {
+    async fn now(&self) -> Result<Timestamp, LockError> {
+        let micros: i64 = self
+            .query_one(
+                "clock_timestamp()",
+                "SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint",
+                &[],
+            )
+            .await?;
+        Ok(Timestamp::from_nanos(
+            u64::try_from(micros).unwrap_or(0).saturating_mul(1_000),
+        ))
     }
 }
 
