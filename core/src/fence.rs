@@ -62,6 +62,29 @@ impl Fence {
         }
     }
 
+    /// A fence that has already accepted `highest`: how a resource restores its fence from
+    /// the highest token it stored beside its data (a column, a file header), so that the
+    /// fence outlives the process. A resource shared by several processes keeps that token
+    /// in its own storage and compares there, inside the write's transaction, exactly as
+    /// [`check`](Self::check) does (`UPDATE .. SET token = $t WHERE token <= $t`); a `Fence`
+    /// in memory guards the writes of one process only.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_mem::Fence;
+    ///
+    /// let stored = 41; // read back with the data
+    /// let fence = Fence::with_highest(stored);
+    /// assert!(fence.check(40).is_err(), "an older holder stays refused after a restart");
+    /// assert!(fence.check(41).is_ok());
+    /// assert_eq!(fence.highest(), Some(41));
+    /// ```
+    pub const fn with_highest(highest: u64) -> Self {
+        Fence {
+            highest: AtomicU64::new(highest),
+        }
+    }
+
     /// Accepts `token` if it is at least the highest token seen, and records it; refuses a
     /// lower one with [`StaleToken`], changing nothing.
     ///
