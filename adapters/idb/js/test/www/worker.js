@@ -1,0 +1,13 @@
+// A dedicated worker of the package's tests: the same suite and steps as a page.
+import { runAll } from './suite.js';
+import * as steps from './cross.js';
+
+self.onmessage = async ({ data }) => {
+  try {
+    const value = data.fn === 'suite' ? await runAll(data.args) : await steps[data.fn](data.args);
+    postMessage({ id: data.id, value });
+  } catch (e) {
+    postMessage({ id: data.id, error: String(e?.stack ?? e) });
+  }
+};
+postMessage({ ready: true });
