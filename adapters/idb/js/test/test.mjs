@@ -36,9 +36,24 @@ execFileSync('tar', ['-xzf', tarball, '-C', unpacked]);
 const pkg = path.join(unpacked, 'package');
 const www = path.join(here, 'www');
 
+// The README's first example, as a module importing the package by URL.
+const readme = fs.readFileSync(path.join(pkg, 'README.md'), 'utf8');
+const example = (/```js\n([\s\S]*?)```/.exec(readme) ?? fail('no js example in the README'))[1]
+  .replace("from 'alkstore-idb'", "from '/pkg/index.js'");
+const flushes = [];
+
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
 const server = http.createServer((req, res) => {
   const rel = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+  if (rel === '/readme-example.js') {
+    res.writeHead(200, { 'content-type': 'text/javascript', 'cache-control': 'no-store' }).end(example);
+    return;
+  }
+  if (rel === '/outbox/flush' && req.method === 'POST') {
+    flushes.push(req.headers['fencing-token']);
+    res.writeHead(204).end();
+    return;
+  }
   const [root, file] = rel.startsWith('/pkg/') ? [pkg, path.join(pkg, rel.slice(5))] : [www, path.join(www, rel === '/' ? 'index.html' : rel)];
   if (!path.resolve(file).startsWith(path.resolve(root)) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
     res.writeHead(404).end('not found');
@@ -108,6 +123,19 @@ try {
     for (const r of results) check(`${where}: ${r.name}`, r.ok, r.ok ? '' : r.error);
   }
   if (only) throw null;
+
+  // 0. The README's first example, in a page and in a dedicated worker.
+  for (const c of [p1, w[3]]) {
+    let outcome = 'ran';
+    try {
+      await c.run('readmeExample', {});
+    } catch (e) {
+      outcome = String(e?.message ?? e);
+    }
+    check(`the README's first example runs in ${c === p1 ? 'a page' : 'a dedicated worker'}`, outcome === 'ran', outcome);
+  }
+  check('the README\'s example sent its fencing token with each write', flushes.length === 2 && flushes.every((t) => /^[0-9]+$/.test(t)) && Number(flushes[1]) > Number(flushes[0]),
+    `tokens ${flushes.join(', ')}`);
 
   // 2. Contention: six contexts request three names for a few seconds.
   const all = [p0, p1, ...w];

@@ -125,3 +125,9 @@ export async function releaseLease({ name }) {
 export async function ifAvailable({ db, name }) {
   return (await open(db)).request(name, { ifAvailable: true }, (lock) => lock !== null);
 }
+
+/** Imports the README's first example here (it runs at import). */
+export async function readmeExample() {
+  await import('/readme-example.js');
+  return true;
+}
