@@ -255,10 +255,15 @@ export class AlkLocks {
   /** Takes `key` whoever holds it, ahead of its queue. */
   async #steal(key, ttl) {
     // A force-release hands the name to the first waiter (if any), so take it from each in
-    // turn; a waiter handed a lease that is taken at once sees it lost and queues again.
+    // turn. Each force-release and tryLock are sent together (IndexedDB runs them in that
+    // order, with nothing between), so a waiter handed the name on the way looks at its
+    // lease only after the next force-release took it: it finds it lost and queues again
+    // (see #waitFor), its callback never called.
     for (let i = 0; i < 1000; i++) {
-      await this.#raw.forceRelease(key).catch(rethrow);
-      const raw = await this.#raw.tryLock(key, this.#owner, ttl).catch(rethrow);
+      const ended = this.#raw.forceRelease(key);
+      const taken = this.#raw.tryLock(key, this.#owner, ttl);
+      await ended.catch(rethrow);
+      const raw = await taken.catch(rethrow);
       if (raw !== null) return raw;
     }
     throw new LockError('UnavailableError', `steal: "${fromEngine(key)}" was taken back 1000 times in a row`);
@@ -309,12 +314,14 @@ export class AlkLocks {
   /**
    * `navigator.locks.query()`: `{ held, pending }`, each entry `{ name, mode, clientId,
    * owner, token, deadline }` (`clientId` is the owner; `token` and `deadline`, epoch ms,
-   * are null for pending requests). Held by name; each name's pending in queue order.
+   * are null for pending requests). Held in grant order; pending by name, each name's in
+   * queue order (Web Locks list all pending requests in the order they were made).
    */
   async query() {
     const s = await this.#raw.snapshot().catch(rethrow);
     return {
-      held: s.held.map((l) => ({ name: fromEngine(l.name), mode: 'exclusive', clientId: l.owner, owner: l.owner, token: l.token, deadline: l.deadline })),
+      // Held in grant order (tokens increase with every grant), as Web Locks list them.
+      held: s.held.sort((a, b) => a.token - b.token).map((l) => ({ name: fromEngine(l.name), mode: 'exclusive', clientId: l.owner, owner: l.owner, token: l.token, deadline: l.deadline })),
       pending: s.waiting.map((w) => ({ name: fromEngine(w.name), mode: 'exclusive', clientId: w.owner, owner: w.owner, token: null, deadline: null })),
     };
   }
