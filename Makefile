@@ -229,9 +229,10 @@ demo-web: idb-setup
 js: idb-setup
 	@scripts/js-build.sh
 
-## test-js: the package's tests on the packed tarball in headless Chromium (pages on
-## 127.0.0.1:8800-8809): the Web Locks rules of request/query and the lease API in a window
-## and in a dedicated worker, then 2 pages and 4 dedicated workers contending
+## test-js: the package's tests on the packed tarball: its types under tsc --strict (typescript
+## from adapters/idb/js/test/package-lock.json), then in headless Chromium (pages on
+## 127.0.0.1:8800-8809) the README's first example, the Web Locks rules of request/query and
+## the lease API in a window and in a dedicated worker, 2 pages and 4 dedicated workers contending
 test-js: idb-setup
 	@scripts/test-js.sh
 ## end idb ---------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 # `make test-js`: the npm package of the browser engine (adapters/idb/js), as a user gets it.
 #   1. `make js`: built from the sources (wasm-bindgen --target web), `npm pack` into
 #      target/js/, the tarball's listing checked, the package's size printed;
-#   2. test/test.mjs on that tarball, unpacked, in headless Chromium (pages served on
+#   2. the types: test/types/use.ts checked by tsc --strict (typescript from
+#      test/package-lock.json, npm ci) against the index.d.ts in the tarball;
+#   3. test/test.mjs on that tarball, unpacked, in headless Chromium (pages served on
 #      127.0.0.1:8800-8809): the suite in a window and in a dedicated worker, then 2 pages
 #      and 4 dedicated workers contending.
 # Fails when a part fails or no test ran; the driver's output is shown when it fails.
@@ -14,9 +16,22 @@ die() { echo "test-js: error: $*" >&2; exit 1; }
 echo "== alkstore-idb npm package: build and npm pack"
 tarball=$(scripts/js-build.sh | tee /dev/stderr | tail -1)
 
-echo "== alkstore-idb npm package: headless Chromium, window, dedicated worker, across contexts"
+echo "== alkstore-idb npm package: its TypeScript types, from the tarball, under tsc --strict"
+tests=adapters/idb/js/test
+if [ ! -x "$tests/node_modules/.bin/tsc" ] || [ "$tests/package-lock.json" -nt "$tests/node_modules/.package-lock.json" ]; then
+  (cd "$tests" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || die "npm ci in $tests failed"
+fi
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+scratch=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/node_modules"
+tar -xzf "$tarball" -C "$scratch/node_modules"
+mv "$scratch/node_modules/package" "$scratch/node_modules/alkstore-idb"
+cp "$tests/types/use.ts" "$tests/types/tsconfig.json" "$scratch/"
+"$tests/node_modules/.bin/tsc" -p "$scratch" || die "the package's types do not check (tsc -p $tests/types, against the tarball)"
+echo "types: ok"
+
+echo "== alkstore-idb npm package: headless Chromium, window, dedicated worker, across contexts"
 status=0
 node adapters/idb/js/test/test.mjs "$tarball" >"$log" 2>&1 || status=$?
 grep -E '^(FAIL|contention:)' "$log" || true
@@ -28,4 +43,4 @@ fi
 window=$(grep -c '^ok   window: ' "$log" || true)
 worker=$(grep -c '^ok   dedicated worker: ' "$log" || true)
 echo "alkstore-idb npm package: window $window, dedicated worker $worker, cross-context $((passed - window - worker))"
-echo "test-js: $passed passed, 0 failed"
+echo "test-js: $passed passed, 0 failed (and the types check)"

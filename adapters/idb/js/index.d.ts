@@ -159,7 +159,7 @@ export class AlkLocks {
   /** The io timeout (ms). */
   readonly ioTimeout: number;
   /** navigator.locks.request, exclusive mode, with ttl and fencing. */
-  request<T>(name: string, callback: (lock: Lock | null) => T): Promise<Awaited<T>>;
+  request<T>(name: string, callback: (lock: Lock) => T): Promise<Awaited<T>>;
   request<T>(name: string, options: RequestOptions & { ifAvailable: true }, callback: (lock: Lock | null) => T): Promise<Awaited<T>>;
   request<T>(name: string, options: RequestOptions & { ifAvailable?: false }, callback: (lock: Lock) => T): Promise<Awaited<T>>;
   request<T>(name: string, options: RequestOptions, callback: (lock: Lock | null) => T): Promise<Awaited<T>>;
