@@ -34,7 +34,7 @@ echo "types: ok"
 echo "== alkstore-idb npm package: headless Chromium, window, dedicated worker, across contexts"
 status=0
 node adapters/idb/js/test/test.mjs "$tarball" >"$log" 2>&1 || status=$?
-grep -E '^(FAIL|contention:)' "$log" || true
+grep -E '^(FAIL|contention:|cost in)' "$log" || true
 passed=$(sed -n 's/^idb js: \([0-9][0-9]*\) passed, 0 failed$/\1/p' "$log" | tail -1)
 if [ "$status" -ne 0 ] || [ -z "$passed" ] || [ "$passed" -eq 0 ]; then
   cat "$log" >&2

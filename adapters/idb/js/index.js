@@ -287,9 +287,13 @@ export class AlkLocks {
         pending = this.#raw.acquire(key, who, ttl, wait);
         const p = pending;
         p.done.then(async (raw) => {
+          const waited = p.waited;
           p.free();
           if (raw === undefined) return; // cancelled: rejected above
-          if (raw !== null && recheck && !abandoned) {
+          // A lease handed over from the queue may have been taken by a steal's next
+          // force-release before this context picked it up: look once (a grant in the first
+          // transaction, the name free, needs no look).
+          if (raw !== null && recheck && !abandoned && waited) {
             const live = await raw.isHeld().catch(() => true);
             if (!live) {
               raw.release().catch(() => {});

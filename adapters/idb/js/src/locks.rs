@@ -154,6 +154,9 @@ type Slot = Rc<RefCell<Option<Local<Result<JsValue, JsValue>>>>>;
 pub struct RawPending {
     fut: Slot,
     waker: Rc<Cell<Option<Waker>>>,
+    /// How many times the future was polled: a grant at the first step (the name was free)
+    /// resolves at the second poll, when its one transaction completes.
+    polls: Rc<Cell<u32>>,
     done: Promise,
 }
 
@@ -161,6 +164,7 @@ impl core::fmt::Debug for RawPending {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RawPending")
             .field("running", &self.fut.borrow().is_some())
+            .field("polls", &self.polls.get())
             .finish_non_exhaustive()
     }
 }
@@ -169,6 +173,7 @@ impl RawPending {
     fn drive(fut: Local<Result<JsValue, JsValue>>) -> RawPending {
         let fut: Slot = Rc::new(RefCell::new(Some(fut)));
         let waker: Rc<Cell<Option<Waker>>> = Rc::default();
+        let polls: Rc<Cell<u32>> = Rc::new(Cell::new(1));
         // The first poll now: it sends the first transaction.
         let first = {
             let mut slot = fut.borrow_mut();
@@ -181,7 +186,7 @@ impl RawPending {
                 _ => None,
             }
         };
-        let (f2, w2) = (Rc::clone(&fut), Rc::clone(&waker));
+        let (f2, w2, p2) = (Rc::clone(&fut), Rc::clone(&waker), Rc::clone(&polls));
         let done = future_to_promise(async move {
             if let Some(out) = first {
                 return out;
@@ -192,6 +197,7 @@ impl RawPending {
                 match slot.as_mut() {
                     None => Poll::Ready(Ok(JsValue::UNDEFINED)),
                     Some(f) => {
+                        p2.set(p2.get().saturating_add(1));
                         let out = f.as_mut().poll(cx);
                         if out.is_ready() {
                             *slot = None;
@@ -202,7 +208,12 @@ impl RawPending {
             })
             .await
         });
-        RawPending { fut, waker, done }
+        RawPending {
+            fut,
+            waker,
+            polls,
+            done,
+        }
     }
 }
 
@@ -213,6 +224,14 @@ impl RawPending {
     #[wasm_bindgen(getter)]
     pub fn done(&self) -> Promise {
         self.done.clone()
+    }
+
+    /// Whether the request may have waited: its future needed more than the two polls of a
+    /// grant in its first transaction (a lease handed over from a queue takes more). A
+    /// conservative hint: `true` also when the connection had to be opened again.
+    #[wasm_bindgen(getter)]
+    pub fn waited(&self) -> bool {
+        self.polls.get() > 2
     }
 
     /// Drops the waiting future now (its ticket leaves the queue; a lease already handed to

@@ -7,6 +7,8 @@
 import { AlkLocks, Fence, Lease, Lock, LockError, contextId } from '/pkg/index.js';
 
 const tests = [];
+// The io timeout of every AlkLocks the tests open (runAll sets it).
+let io = 1000;
 const test = (name, fn) => tests.push({ name, fn });
 
 // ---- assertions -------------------------------------------------------------------------
@@ -393,7 +395,8 @@ test('query() lists held locks in grant order', async ({ locks, name }) => {
 
 // ---- names --------------------------------------------------------------------------------
 
-test('any DOMString is a name: empty, control characters, lone surrogates, "alk:", "%"', async ({ locks, name }) => {
+test('any DOMString is a name: empty, control characters, lone surrogates, "alk:", "%"', async ({ db, label, name }) => {
+  const locks = await AlkLocks.open(`${db}/${label}`, { ioTimeout: io }); // these names are the same in every context
   const names = ['', 'a', '\u0000', '\u0001x', 'a\nb', '\u0085', '\uD800', '\uDC00', '\uDC00\uD800', '\uD83D\uDE00',
     'alk:x', 'ALK:y', '%', '%41', `%${name}`, `${name}%`, 'x'.repeat(500)];
   for (const n of names) {
@@ -406,7 +409,8 @@ test('any DOMString is a name: empty, control characters, lone surrogates, "alk:
   }
 });
 
-test('names that differ only in lone surrogates or escapes are different locks', async ({ locks }) => {
+test('names that differ only in lone surrogates or escapes are different locks', async ({ db, label }) => {
+  const locks = await AlkLocks.open(`${db}/${label}`, { ioTimeout: io }); // these names are the same in every context
   const pairs = [['\uD800', '\uDC00'], ['\uD800', '\uFFFD'], ['%', ''], ['%41', 'A'], ['alk:x', '%alk:x'], ['\u0000', '%00']];
   for (const [a, b] of pairs) {
     const other = await locks.request(a, () => locks.request(b, { ifAvailable: true }, (lock) => lock && lock.name));
@@ -422,7 +426,7 @@ test('query() returns { held, pending } arrays', async ({ locks }) => {
 });
 
 test('query() on a fresh database is empty', async ({ db }) => {
-  const fresh = await AlkLocks.open(`${db}-fresh-${Math.random()}`);
+  const fresh = await AlkLocks.open(`${db}-fresh-${Math.random()}`, { ioTimeout: io });
   const q = await fresh.query();
   eq(q.held.length + q.pending.length, 0, 'entries');
 });
@@ -494,7 +498,7 @@ test('query() can observe a deadlock', async ({ locks, name }) => {
 // ---- what AlkLocks adds: ttl, keep-alive, lock.signal -------------------------------------
 
 test('ttl: a ttl too short to keep alive is refused at once with InvalidTtlError', async ({ locks, name }) => {
-  const e = await rejects(locks.request(name, { ttl: 1000 }, () => {}), 'InvalidTtlError', 'ttl 1000 with a 1000 ms io timeout');
+  const e = await rejects(locks.request(name, { ttl: 2 * io - 1 }, () => {}), 'InvalidTtlError', `ttl ${2 * io - 1} with a ${io} ms io timeout`);
   eq(e.tooShortToKeepAlive, true, 'tooShortToKeepAlive');
   for (const ttl of [0, -1, NaN, Infinity, '1000']) {
     await rejects(locks.request(name, { ttl }, () => {}), TypeError, `ttl ${show(ttl)}`);
@@ -503,9 +507,9 @@ test('ttl: a ttl too short to keep alive is refused at once with InvalidTtlError
 });
 
 test('keep-alive: the lease outlives its ttl while the callback runs', async ({ locks, name }) => {
-  const out = await locks.request(name, { ttl: 2000 }, async (lock) => {
+  const out = await locks.request(name, { ttl: 2 * io }, async (lock) => {
     const first = lock.deadline;
-    await sleep(3000);
+    await sleep(3 * io);
     const h = await locks.holder(name);
     return { first, later: lock.deadline, aborted: lock.signal.aborted, token: h?.token, mine: lock.token };
   });
@@ -608,23 +612,23 @@ test('Lease.renew moves the deadline and keeps the token; a lost lease rejects w
 });
 
 test('Lease.keepAlive: refused at once for a short ttl; renews; resolves with null on release', async ({ locks, name }) => {
-  const short = await locks.tryLock(name, { ttl: 1500 });
-  const e = await rejects(short.keepAlive(), 'InvalidTtlError', 'ttl 1500 with a 1000 ms io timeout');
+  const short = await locks.tryLock(name, { ttl: 1.5 * io });
+  const e = await rejects(short.keepAlive(), 'InvalidTtlError', `ttl ${1.5 * io} with a ${io} ms io timeout`);
   eq(e.tooShortToKeepAlive, true, 'tooShortToKeepAlive');
   await short.release();
-  const lease = await locks.tryLock(name, { ttl: 2000 });
+  const lease = await locks.tryLock(name, { ttl: 2 * io });
   const alive = lease.keepAlive();
-  await sleep(2600);
+  await sleep(2.6 * io);
   eq(await lease.isHeld(), true, 'held past its ttl');
-  await lease.renew(2500); // a renew while keepAlive runs: it goes on
+  await lease.renew(2.5 * io); // a renew while keepAlive runs: it goes on
   await sleep(300);
   eq(await lease.release(), true, 'released');
   eq(await alive, null, 'keepAlive resolves with null');
 });
 
 test('Lease.keepAlive and lapsed resolve with ExpiredError when the lease is lost', async ({ locks, name }) => {
-  const lease = await locks.tryLock(name, { ttl: 3000 });
-  const alive = lease.keepAlive({ every: 500 });
+  const lease = await locks.tryLock(name, { ttl: 3 * io });
+  const alive = lease.keepAlive({ every: io / 2 });
   const lapsed = lease.lapsed();
   await locks.forceRelease(name);
   const [a, b] = await Promise.all([alive, lapsed]);
@@ -703,9 +707,13 @@ test('AlkLocks: the constructor is private; open checks its options', async ({ d
 
 // ---- the runner ---------------------------------------------------------------------------
 
-/** Runs every test (or those whose name includes `only`) on database `db`: [{ name, ok, error, ms }]. */
-export async function runAll({ db, label, only }) {
-  const locks = await AlkLocks.open(db);
+/**
+ * Runs every test (or those whose name includes `only`) on database `db` with this io
+ * timeout (ms; the ttls of the keep-alive tests follow it): [{ name, ok, error, ms }].
+ */
+export async function runAll({ db, label, only, ioTimeout }) {
+  io = ioTimeout ?? 1000;
+  const locks = await AlkLocks.open(db, { ioTimeout: io });
   const results = [];
   for (const [i, t] of tests.entries()) {
     if (only && !t.name.includes(only)) continue;
