@@ -288,6 +288,7 @@ export class AlkLocks {
         const p = pending;
         p.done.then(async (raw) => {
           const waited = p.waited;
+          if (pending === p) pending = null; // finished: an abort from now on cancels nothing
           p.free();
           if (raw === undefined) return; // cancelled: rejected above
           // A lease handed over from the queue may have been taken by a steal's next
@@ -306,6 +307,7 @@ export class AlkLocks {
           signal?.removeEventListener('abort', onAbort);
           resolve(raw);
         }, (e) => {
+          if (pending === p) pending = null;
           p.free();
           signal?.removeEventListener('abort', onAbort);
           reject(wrap(e));
