@@ -230,6 +230,10 @@ try {
 } catch (e) {
   if (e !== null) check('the tests ran', false, String(e?.stack ?? e));
 } finally {
+  // Uncaught errors and unhandled rejections in any page or worker fail the run.
+  const uncaught = [];
+  for (const page of context.pages()) uncaught.push(...await page.evaluate(() => window.uncaught ?? []).catch(() => []));
+  check('no uncaught error or unhandled rejection in any page or worker', uncaught.length === 0, uncaught.join('\n'));
   await context.close().catch(() => {});
   fs.rmSync(profile, { recursive: true, force: true });
   fs.rmSync(unpacked, { recursive: true, force: true });

@@ -3,6 +3,12 @@
 import { runAll } from './suite.js';
 import * as steps from './cross.js';
 
+// Uncaught errors and unhandled rejections here and in this page's workers: the driver
+// fails the run when any happened.
+window.uncaught = [];
+window.addEventListener('error', (e) => window.uncaught.push(`page: ${e.message}`));
+window.addEventListener('unhandledrejection', (e) => window.uncaught.push(`page: unhandled rejection: ${e.reason?.stack ?? e.reason}`));
+
 const workers = new Map();
 let nextId = 0;
 const waiting = new Map();
@@ -12,6 +18,10 @@ window.run = (fn, args) => (fn === 'suite' ? runAll(args) : steps[fn](args));
 window.spawn = (label) => new Promise((resolve, reject) => {
   const worker = new Worker('./worker.js', { type: 'module' });
   worker.onmessage = ({ data }) => {
+    if (data.uncaught) {
+      window.uncaught.push(`worker ${label}: ${data.uncaught}`);
+      return;
+    }
     if (data.ready) {
       workers.set(label, worker);
       resolve();

@@ -2,6 +2,9 @@
 import { runAll } from './suite.js';
 import * as steps from './cross.js';
 
+self.addEventListener('error', (e) => postMessage({ uncaught: e.message }));
+self.addEventListener('unhandledrejection', (e) => postMessage({ uncaught: `unhandled rejection: ${e.reason?.stack ?? e.reason}` }));
+
 self.onmessage = async ({ data }) => {
   try {
     const value = data.fn === 'suite' ? await runAll(data.args) : await steps[data.fn](data.args);
