@@ -291,6 +291,13 @@ impl RawLease {
     /// `ExpiredError` when the lease was lost, `UnavailableError` when the transaction
     /// failed, `InvalidStateError` after release or during another renew.
     pub fn renew(&self, ttl_ms: f64) -> Promise {
+        match &*self.inner.hold.borrow() {
+            Hold::Here(_) => {}
+            Hold::Renewing => return Promise::reject(&busy()),
+            Hold::Gone => return Promise::reject(&released()),
+        }
+        // Pause the running watches (dropping their clones of the handle), take the handle,
+        // renew it, put it back and start the paused watches again on it.
         let inner = Rc::clone(&self.inner);
         let watches = inner.watches();
         for w in &watches {
@@ -298,9 +305,8 @@ impl RawLease {
                 w.set(State::Paused);
             }
         }
-        let resume = move |inner: &Inner, lock: IdbLock| {
+        let resume = move |inner: &Inner, lock: Rc<IdbLock>| {
             inner.remember(&lock);
-            let lock = Rc::new(lock);
             for w in &watches {
                 if matches!(*w.state.borrow(), State::Paused) {
                     w.set(State::Running(watch_future(Rc::clone(&lock), w.kind)));
@@ -311,14 +317,17 @@ impl RawLease {
         let mut lock = match inner.take(Hold::Renewing) {
             Ok(lock) => lock,
             Err(why) => {
-                // Released, or another renew has it: resume what was paused if the handle
-                // is here (it is not: take() failed), and refuse.
+                // Unreachable (every clone lived in a paused watch): take() put the handle
+                // back; let the watches go on with it.
+                if let Some(lock) = inner.lock() {
+                    resume(&inner, lock);
+                }
                 return Promise::reject(&why);
             }
         };
         future_to_promise(async move {
             let out = lock.renew(ms(ttl_ms)).await;
-            resume(&inner, lock);
+            resume(&inner, Rc::new(lock));
             out.map(|()| JsValue::UNDEFINED).map_err(err)
         })
     }
