@@ -201,6 +201,10 @@ test('the promise resolves with the callback\'s result, or its promise\'s', asyn
   eq(await locks.request(name, () => undefined), undefined, 'undefined');
   const obj = {};
   eq(await locks.request(name, () => obj), obj, 'the very object');
+  eq(await locks.request(name, () => ({ then: (resolve) => setTimeout(() => resolve('thenable'), 5) })), 'thenable', 'a thenable');
+  let heldWhileThenable = null;
+  await locks.request(name, () => ({ then: (resolve) => { locks.holder(name).then((h) => { heldWhileThenable = h !== null; resolve(); }); } }));
+  eq(heldWhileThenable, true, 'held until the thenable settles');
 });
 
 test('a callback that throws or rejects rejects the promise with that error, and releases', async ({ locks, name }) => {
