@@ -130,6 +130,8 @@ export class Lease {
   readonly ttl: number;
   /** Whether release() or detach() was called. */
   readonly released: boolean;
+  /** Aborts when the lease is lost (reason: the LockError); never once released or detached. */
+  readonly signal: AbortSignal;
   /** Resets the deadline to now + ttl (default: the current ttl); rejects with ExpiredError once lost. */
   renew(ttl?: number): Promise<void>;
   /** true when the lease was live and is now free; false when it had been lost (or released already). */

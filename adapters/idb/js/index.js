@@ -476,6 +476,7 @@ export class Lease {
   #ttl;
   #state = 'held'; // 'released' | 'detached'
   #chain = Promise.resolve();
+  #controller = null;
 
   /** Made by `AlkLocks.tryLock` and `AlkLocks.acquire`. */
   constructor(key, raw, name) {
@@ -506,6 +507,22 @@ export class Lease {
   }
   /** Whether `release()` or `detach()` was called. */
   get released() { return this.#state !== 'held'; }
+
+  /**
+   * An AbortSignal that aborts when the lease is lost (its reason: the `LockError`), for
+   * `fetch` and the like; it never aborts once released or detached. Watches the lease
+   * (as `lapsed()`) from the first read on.
+   */
+  get signal() {
+    if (this.#controller === null) {
+      const controller = new AbortController();
+      this.#controller = controller;
+      if (this.#state === 'held') {
+        this.lapsed().then((why) => { if (why !== null) controller.abort(why); }, () => {});
+      }
+    }
+    return this.#controller.signal;
+  }
 
   #gone() {
     return Promise.reject(new DOMException(`the lease on "${this.#name}" was ${this.#state} already`, 'InvalidStateError'));

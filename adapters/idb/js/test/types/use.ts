@@ -14,6 +14,7 @@ async function main(): Promise<void> {
   const tokens: (number | null)[] = q.held.map((h) => h.token).concat(q.pending.map((p) => p.token));
   const lease: Lease | null = await locks.acquire('b', { ttl: 3000, wait: 100, owner: 'me' });
   if (lease) {
+    const signal: AbortSignal = lease.signal;
     const lost: LockError | null = await lease.keepAlive({ every: 500 });
     if (lost && lost.name === 'ExpiredError') console.log(lost.token);
     await lease.renew();

@@ -645,6 +645,21 @@ test('Lease.keepAlive and lapsed resolve with ExpiredError when the lease is los
   assert(Date.now() - t >= 100, 'not before');
 });
 
+test('Lease.signal aborts when the lease is lost, and never once released', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 10000 });
+  const signal = lease.signal;
+  assert(signal instanceof AbortSignal && !signal.aborted, 'a live AbortSignal');
+  eq(lease.signal, signal, 'the same signal every time');
+  await locks.forceRelease(name);
+  await until(() => signal.aborted, 3000, 'the abort');
+  eq(signal.reason?.name, 'ExpiredError', 'reason');
+  const other = await locks.tryLock(name, { ttl: 300 });
+  const kept = other.signal;
+  eq(await other.release(), true, 'release');
+  await sleep(400);
+  assert(!kept.aborted, 'a released lease\'s signal stays');
+});
+
 test('Lease.detach leaves the lease to its deadline', async ({ locks, name }) => {
   const lease = await locks.tryLock(name, { ttl: 300 });
   lease.detach();
