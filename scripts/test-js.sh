@@ -5,8 +5,10 @@
 #   2. the types: test/types/use.ts checked by tsc --strict (typescript from
 #      test/package-lock.json, npm ci) against the index.d.ts in the tarball;
 #   3. test/test.mjs on that tarball, unpacked, in headless Chromium (pages served on
-#      127.0.0.1:8800-8809): the suite in a window and in a dedicated worker, then 2 pages
-#      and 4 dedicated workers contending.
+#      127.0.0.1:8800-8809): the suite in a window and in a dedicated worker, its tests of the
+#      Web Locks spec alone again against Chromium's own navigator.locks (a control: they
+#      test the spec, not our reading of it), the README's first example, then 2 pages and 4
+#      dedicated workers contending.
 # Fails when a part fails or no test ran; the driver's output is shown when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,5 +44,6 @@ if [ "$status" -ne 0 ] || [ -z "$passed" ] || [ "$passed" -eq 0 ]; then
 fi
 window=$(grep -c '^ok   window: ' "$log" || true)
 worker=$(grep -c '^ok   dedicated worker: ' "$log" || true)
-echo "alkstore-idb npm package: window $window, dedicated worker $worker, cross-context $((passed - window - worker))"
+control=$(grep -c '^ok   navigator.locks (control): ' "$log" || true)
+echo "alkstore-idb npm package: window $window, dedicated worker $worker, the spec's tests against navigator.locks (control) $control, cross-context $((passed - window - worker - control))"
 echo "test-js: $passed passed, 0 failed (and the types check)"

@@ -1,7 +1,8 @@
 // `make test-js`: the npm package's tests in headless Chromium, run on the package as
 // `npm pack` made it. Usage: node test.mjs <tarball>
 //   1. the suite (test/www/suite.js: the Web Locks rules for request and query, what
-//      AlkLocks adds, the lease API) in a window and in a dedicated worker, at once;
+//      AlkLocks adds, the lease API) in a window and in a dedicated worker, at once; then its
+//      tests of the spec alone against Chromium's own navigator.locks, as a control;
 //   2. across contexts (2 pages, 4 dedicated workers): contention on request(), FIFO, steal,
 //      query() of other contexts' locks, signal, ifAvailable.
 // Serves on 127.0.0.1:8800-8809 only (ALK_JS_PORTS=first-last picks another range); drives
@@ -126,6 +127,10 @@ try {
   for (const [where, results] of [['window', inWindow], ['dedicated worker', inDedicated]]) {
     for (const r of results) check(`${where}: ${r.name}`, r.ok, r.ok ? '' : r.error);
   }
+
+  // The control: the tests of the spec alone, against the browser's own navigator.locks.
+  const control = await p1.run('suite', { db, label: 'control', only, control: true });
+  for (const r of control) check(`navigator.locks (control): ${r.name}`, r.ok, r.ok ? '' : r.error);
   if (only) throw null;
 
   // 0. The README's first example, in a page and in a dedicated worker.
