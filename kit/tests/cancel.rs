@@ -85,6 +85,28 @@ async fn acquire_dropped_at_any_point_leaves_no_lease_and_no_waiter() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn without_marks_a_step_that_lands_after_the_withdrawal_is_withdrawn_again() {
+    let locks = store(Duration::from_millis(1)).await;
+    locks.engine().without_marks();
+    locks.engine().set_step_delay(Duration::from_millis(2));
+    for (i, after) in steps(5, 400).enumerate() {
+        let name = format!("job-{}", i % 3);
+        let call = locks
+            .acquire(&name, "w", Duration::from_secs(60))
+            .timeout(Duration::from_secs(5));
+        if let Ok(answer) = tokio::time::timeout(after, call).await {
+            drop(answer.unwrap());
+        }
+    }
+    settle().await;
+    assert_eq!(
+        locks.engine().live(),
+        (0, 0),
+        "no lease or entry held by no handle"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_waiter_dropped_while_its_grant_is_in_flight_passes_the_lease_on() {
     let locks = store(Duration::from_millis(1)).await;
     let holder = locks

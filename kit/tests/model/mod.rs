@@ -121,6 +121,10 @@ pub struct Model {
     state: Arc<Mutex<State>>,
     bell: broadcast::Sender<String>,
     delay: Arc<AtomicU64>,
+    step_delay: Arc<AtomicU64>,
+    /// Whether a withdrawal leaves a mark that a later step of the same waiter honours (as
+    /// PostgreSQL's does; Redis's does not).
+    marks: Arc<std::sync::atomic::AtomicBool>,
     /// How many operations reached the model.
     pub calls: Arc<AtomicU64>,
 }
@@ -133,6 +137,17 @@ impl Model {
     /// Every call waits this long before it reaches the table.
     pub fn set_delay(&self, delay: Duration) {
         self.delay.store(nanos(delay), Ordering::SeqCst);
+    }
+
+    /// Steps of a wait take this much longer than other calls (so that a withdrawal sent
+    /// after a step can land before it).
+    pub fn set_step_delay(&self, delay: Duration) {
+        self.step_delay.store(nanos(delay), Ordering::SeqCst);
+    }
+
+    /// Withdrawals leave no mark (a step that runs after one queues or grants again).
+    pub fn without_marks(&self) {
+        self.marks.store(false, Ordering::SeqCst);
     }
 
     async fn arrive(&self) {
@@ -195,6 +210,8 @@ impl Clone for Model {
             state: Arc::clone(&self.state),
             bell: self.bell.clone(),
             delay: Arc::clone(&self.delay),
+            step_delay: Arc::clone(&self.step_delay),
+            marks: Arc::clone(&self.marks),
             calls: Arc::clone(&self.calls),
         }
     }
@@ -216,6 +233,8 @@ impl Protocol for Model {
             state: Arc::new(Mutex::new(state)),
             bell: broadcast::channel(4096).0,
             delay: Arc::default(),
+            step_delay: Arc::default(),
+            marks: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             calls: Arc::default(),
         })
     }
@@ -250,6 +269,8 @@ impl Protocol for Model {
     }
 
     async fn step(&self, step: Step<'_>) -> Result<StepReply, LockError> {
+        let extra = self.step_delay.load(Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_nanos(extra)).await;
         self.arrive().await;
         let mut s = self.state();
         let woke = s.settle(step.name);
@@ -331,7 +352,7 @@ impl Protocol for Model {
     async fn withdraw(&self, name: &str, id: &str, unanswered: bool) -> Result<(), LockError> {
         self.arrive().await;
         let mut s = self.state();
-        if unanswered {
+        if unanswered && self.marks.load(Ordering::SeqCst) {
             s.cancelled.insert(id.into());
         }
         if s.leases.get(name).is_some_and(|l| l.rid == id) {
