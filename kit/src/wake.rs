@@ -1,0 +1,149 @@
+//! Wake-ups: the registry of local sleepers, and the task that runs an engine's
+//! [`Listener`] and restarts it with a backoff.
+//!
+//! A message is the id of a waiter handed a lease, or `*` (everybody re-checks: a test moved
+//! the clock, a lease was force-released). Messages can be lost (pub/sub and NOTIFY reach
+//! only who listens, and the listener reconnects after a failure); every sleeper also wakes
+//! at its own bounded deadline, and after each (re)subscription every sleeper is woken once,
+//! so a lost message costs time, never a lease.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+use crate::protocol::{Listener, WakeSink};
+
+/// The local sleepers, by id.
+#[derive(Default)]
+pub(crate) struct Sleepers(Mutex<HashMap<String, Arc<Notify>>>);
+
+impl Sleepers {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        // Never held across an await or user code: a poisoned lock still holds good data.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wake_all(&self) {
+        for notify in self.lock().values() {
+            notify.notify_one();
+        }
+    }
+}
+
+impl WakeSink for Sleepers {
+    fn subscribed(&self) {
+        self.wake_all();
+    }
+
+    fn deliver(&self, message: &str) {
+        if message == "*" {
+            self.wake_all();
+        } else if let Some(notify) = self.lock().get(message) {
+            notify.notify_one();
+        }
+    }
+}
+
+/// The sleepers and the listener task of one store (shared by its clones).
+#[derive(Default)]
+pub(crate) struct Wake {
+    sleepers: Arc<Sleepers>,
+    task: Mutex<Option<AbortHandle>>,
+}
+
+/// A sleeper's registration: woken by messages naming its id; leaves the registry when
+/// dropped.
+pub(crate) struct Registration {
+    sleepers: Arc<Sleepers>,
+    id: String,
+    notify: Arc<Notify>,
+}
+
+impl Registration {
+    /// Resolves at the next wake-up (or at once if one came since the last call).
+    pub(crate) async fn notified(&self) {
+        self.notify.notified().await;
+    }
+
+    /// Makes the next [`notified`](Self::notified) resolve at once: for a sleeper whose view
+    /// of the clock was read before it registered, so that it reads it again.
+    pub(crate) fn poke(&self) {
+        self.notify.notify_one();
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.sleepers.lock().remove(&self.id);
+    }
+}
+
+impl Wake {
+    /// Registers sleeper `id` and starts a listener made by `listener` if none is running
+    /// (the first time, or after the runtime it ran on was dropped). It does not wait for the
+    /// subscription: the listener wakes every registered sleeper once it listens, so a
+    /// sleeper registered before it looks at the engine misses nothing.
+    pub(crate) fn register<L: Listener>(
+        &self,
+        id: String,
+        listener: impl FnOnce() -> L,
+    ) -> Registration {
+        let notify = Arc::new(Notify::new());
+        self.sleepers.lock().insert(id.clone(), Arc::clone(&notify));
+        self.start(listener);
+        Registration {
+            sleepers: Arc::clone(&self.sleepers),
+            id,
+            notify,
+        }
+    }
+
+    /// How many sleepers are registered (tests: nothing is left behind).
+    pub(crate) fn sleepers(&self) -> usize {
+        self.sleepers.lock().len()
+    }
+
+    /// Starts the listener task if it is not running (it restarts its listener itself).
+    fn start<L: Listener>(&self, listener: impl FnOnce() -> L) {
+        let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
+        if task.as_ref().is_some_and(|handle| !handle.is_finished()) {
+            return;
+        }
+        // No runtime to run it on: sleepers still wake at their own deadlines.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let mut listener = listener();
+        let sleepers = Arc::downgrade(&self.sleepers);
+        let handle = runtime.spawn(async move {
+            let mut backoff = Duration::from_millis(20);
+            loop {
+                // The store is gone: nobody to wake.
+                let Some(sink) = sleepers.upgrade() else {
+                    return;
+                };
+                let started = tokio::time::Instant::now();
+                listener.listen(&*sink).await;
+                drop(sink);
+                // A subscription that lasted a while was a success: start the backoff anew.
+                if started.elapsed() > Duration::from_secs(1) {
+                    backoff = Duration::from_millis(20);
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_millis(500));
+            }
+        });
+        *task = Some(handle.abort_handle());
+    }
+}
+
+impl Drop for Wake {
+    fn drop(&mut self) {
+        if let Some(handle) = self.task.get_mut().unwrap_or_else(PoisonError::into_inner) {
+            handle.abort();
+        }
+    }
+}
