@@ -1,28 +1,5 @@
-//! [`Acquire`]: waiting for a lock, FIFO across processes, written once for every engine.
-//!
-//! # The waiting protocol
-//! - Each step is one [`Protocol::step`]: if the name is free and nobody waits, it is granted
-//!   at once; with no wait allowed (`timeout(Duration::ZERO)`) it answers busy; otherwise the
-//!   waiter joins the name's queue (in arrival order) with an entry holding its owner, ttl,
-//!   wait deadline and heartbeat expiry.
-//! - Before it queues, the waiter registers for wake-ups (without waiting for the
-//!   subscription: once it listens, the listener wakes every registered sleeper to re-check,
-//!   so nothing published in between is missed).
-//! - Whoever finds the lease released or lapsed grants it, inside that same operation, to the
-//!   first live waiter and wakes it. Nobody barges: a `try_lock` that meets a queue gets
-//!   `None`.
-//! - A waiter sleeps until woken, or the first of: the holder's deadline (only the first
-//!   waiter: the lease may lapse with nobody to release it), its own wait deadline, and its
-//!   heartbeat. Each wake-up is one more step. A crashed waiter stops refreshing its
-//!   heartbeat; once three heartbeat periods pass, whoever settles the lock skips it.
-//! - A bounded wait counts from the future's first poll, on the local clock; the first step
-//!   hands the engine what is left of it. Once `wait` has passed, no step starts but one,
-//!   which picks up a lease handed over meanwhile or leaves the queue. A step still
-//!   unanswered at `wait + io_timeout` is given up (`Unavailable`).
-//! - Dropping the future (or an error) withdraws the waiter: its entry leaves the queue, and
-//!   a lease handed to it goes on to the next waiter. A step in flight runs on in its task and
-//!   withdraws the waiter again once it has answered (so a step that runs after the first
-//!   withdrawal cannot leave a grant or an entry behind).
+//! [`Acquire`]: waiting for a lock, FIFO across processes, written once for every engine
+//! (the waiting protocol is described on [`Acquire`]).
 
 use core::fmt;
 use core::future::Future;
@@ -44,7 +21,31 @@ use crate::store::Locks;
 ///
 /// Resolves to `Ok(Some(lock))` once granted, `Ok(None)` when a bounded wait elapsed first,
 /// the request's validation error, or [`LockError::Unavailable`]. Dropping it withdraws the
-/// request (cancel-safe: see the [module docs](self)). `Send` and `'static`.
+/// request (cancel-safe: see below). `Send` and `'static`.
+///
+/// # The waiting protocol
+/// - Each step is one [`Protocol::step`]: if the name is free and nobody waits, it is granted
+///   at once; with no wait allowed (`timeout(Duration::ZERO)`) it answers busy; otherwise the
+///   waiter joins the name's queue (in arrival order) with an entry holding its owner, ttl,
+///   wait deadline and heartbeat expiry.
+/// - Before it queues, the waiter registers for wake-ups (without waiting for the
+///   subscription: once it listens, the listener wakes every registered sleeper to re-check,
+///   so nothing published in between is missed).
+/// - Whoever finds the lease released or lapsed grants it, inside that same operation, to the
+///   first live waiter and wakes it. Nobody barges: a `try_lock` that meets a queue gets
+///   `None`.
+/// - A waiter sleeps until woken, or the first of: the holder's deadline (only the first
+///   waiter: the lease may lapse with nobody to release it), its own wait deadline, and its
+///   heartbeat. Each wake-up is one more step. A crashed waiter stops refreshing its
+///   heartbeat; once three heartbeat periods pass, whoever settles the lock skips it.
+/// - A bounded wait counts from the future's first poll, on the local clock; the first step
+///   hands the engine what is left of it. Once `wait` has passed, no step starts but one,
+///   which picks up a lease handed over meanwhile or leaves the queue. A step still
+///   unanswered at `wait + io_timeout` is given up (`Unavailable`).
+/// - Dropping the future (or an error) withdraws the waiter: its entry leaves the queue, and
+///   a lease handed to it goes on to the next waiter. A step in flight runs on in its task and
+///   withdraws the waiter again once it has answered (so a step that runs after the first
+///   withdrawal cannot leave a grant or an entry behind).
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
 pub struct Acquire<P: Protocol>(PendingAcquire<Locks<P>, Lock<P>>);
 
