@@ -198,6 +198,8 @@ async fn wait_for<P: Protocol>(
     request: AcquireRequest<Locks<P>>,
     started: Instant,
 ) -> Result<Option<Lock<P>>, LockError> {
+    // Its timers need a runtime: without one, refuse as every call does.
+    crate::call::need_runtime(P::NAME)?;
     let store = request.store.clone();
     let id = crate::new_id();
     let config = store.config();

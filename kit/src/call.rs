@@ -15,6 +15,16 @@ use tokio::sync::oneshot;
 
 use crate::errors::unavailable;
 
+/// `Unavailable` when the calling thread has no tokio runtime: the kit's calls, timers and
+/// the engines' I/O need one. Checked before anything that would panic without it.
+pub(crate) fn need_runtime(engine: &str) -> Result<tokio::runtime::Handle, LockError> {
+    tokio::runtime::Handle::try_current().map_err(|_| {
+        unavailable(format!(
+            "{engine}: no tokio runtime on this thread (a store's calls run on tokio)"
+        ))
+    })
+}
+
 /// Runs `op` within `io` in a task on the current runtime and waits for its answer. Dropping
 /// the returned future leaves the task running; its answer is then dropped there.
 ///
@@ -24,11 +34,7 @@ pub(crate) async fn detached<T: Send + 'static>(
     io: Duration,
     op: impl Future<Output = Result<T, LockError>> + Send + 'static,
 ) -> Result<T, LockError> {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return Err(unavailable(format!(
-            "{engine}: no tokio runtime on this thread (a store's calls run on tokio)"
-        )));
-    };
+    let runtime = need_runtime(engine)?;
     let (tx, rx) = oneshot::channel();
     runtime.spawn(async move {
         let answer = match tokio::time::timeout(io, op).await {

@@ -264,6 +264,8 @@ impl<P: Protocol> Locks<P> {
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`.
     pub fn snapshot(&self) -> RemoteFuture<'_, Snapshot> {
         BoxedFuture::new(async move {
+            // The engine's I/O needs a runtime: without one, refuse as every call does.
+            crate::call::need_runtime(P::NAME)?;
             // A snapshot may take several steps, each bounded by the engine: not the kit's
             // single io_timeout.
             self.shared.engine.snapshot().await
@@ -278,6 +280,7 @@ impl<P: Protocol> Locks<P> {
     /// was built without its test clock.
     #[doc(hidden)]
     pub async fn advance_test_clock(&self, by: Duration) -> Result<(), LockError> {
+        crate::call::need_runtime(P::NAME)?;
         self.shared.engine.advance_test_clock(by).await
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use alkstore_mem::contract::next_renewal;
 use alkstore_mem::{BoxedFuture, LockError};
 
+use crate::call::need_runtime;
 use crate::errors::too_short_to_keep_alive;
 use crate::lock::{Live, Lock};
 use crate::protocol::{Protocol, Settings};
@@ -42,6 +43,10 @@ impl<P: Protocol> Lock<P> {
         let ttl = self.ttl();
         if ttl < io_timeout.saturating_mul(2) {
             return too_short_to_keep_alive(ttl, io_timeout);
+        }
+        // Its timers need a runtime: without one, it ends as every call does.
+        if let Err(err) = need_runtime(P::NAME) {
+            return err;
         }
         // Wake-ups (a moved test clock, a force-release) make it ask the engine early. The
         // anchor was read before this registration: a wake-up published in between reached
@@ -99,6 +104,9 @@ impl<P: Protocol> Lock<P> {
     }
 
     async fn lapsed_inner(&self) -> LockError {
+        if let Err(err) = need_runtime(P::NAME) {
+            return err;
+        }
         let wake = self.store.register(crate::new_id());
         loop {
             let left = self.anchor().until(self.deadline());
