@@ -26,8 +26,11 @@ impl Sleepers {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Wakes every sleeper. The wakers run user code (an executor's, which may call back
+    /// into the store): never under the registry's lock, which that code may need.
     fn wake_all(&self) {
-        for notify in self.lock().values() {
+        let all: Vec<Arc<Notify>> = self.lock().values().cloned().collect();
+        for notify in all {
             notify.notify_one();
         }
     }
@@ -41,8 +44,12 @@ impl WakeSink for Sleepers {
     fn deliver(&self, message: &str) {
         if message == "*" {
             self.wake_all();
-        } else if let Some(notify) = self.lock().get(message) {
-            notify.notify_one();
+        } else {
+            // Out of the lock before the waker runs (see `wake_all`).
+            let one = self.lock().get(message).cloned();
+            if let Some(notify) = one {
+                notify.notify_one();
+            }
         }
     }
 }

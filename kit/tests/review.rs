@@ -59,3 +59,81 @@ fn with_no_runtime_every_call_answers_unavailable_not_a_panic() {
     locks.engine().set_delay(Duration::ZERO);
     assert!(runtime.block_on(lock.release()).unwrap());
 }
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::task::{Context, Wake, Waker};
+
+/// A waker that cancels a sibling future when it is woken (as an executor that tears down
+/// a `select!`'s losers from its wake-up does), and reports each wake-up.
+struct Cancelling {
+    sibling: Mutex<Option<Pin<Box<dyn Future<Output = ()> + Send>>>>,
+    /// Whether a wake-up cancels the sibling (once the waiter sleeps in the queue).
+    armed: AtomicBool,
+    woken: Mutex<mpsc::Sender<()>>,
+}
+
+impl Wake for Cancelling {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.armed.load(Ordering::SeqCst) {
+            drop(self.sibling.lock().unwrap().take());
+        }
+        let _ = self.woken.lock().unwrap().send(());
+    }
+}
+
+/// Finding: the listener woke sleepers while holding the registry's mutex, so a waker that
+/// calls back into the store (here: dropping another waiting future, whose registration
+/// leaves the registry) deadlocked the listener task and its worker thread for good.
+#[test]
+fn a_waker_that_calls_back_into_the_store_does_not_deadlock_the_listener() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = runtime.block_on(store(Duration::ZERO));
+    let _holder = runtime
+        .block_on(locks.try_lock("job", "h", secs(600)))
+        .unwrap()
+        .unwrap();
+    let _enter = runtime.enter();
+    // A sibling waiter, registered for wake-ups.
+    let mut sibling = Box::pin(locks.acquire("job", "sibling", secs(60)));
+    let _ = sibling
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()));
+    let (tx, rx) = mpsc::channel();
+    let waker = Arc::new(Cancelling {
+        sibling: Mutex::new(Some(Box::pin(async move {
+            let _ = sibling.await;
+        }))),
+        armed: AtomicBool::new(false),
+        woken: Mutex::new(tx),
+    });
+    let cancelling = Arc::clone(&waker);
+    let waker = Waker::from(waker);
+    let mut acquire = Box::pin(locks.acquire("job", "w", secs(60)));
+    let mut cx = Context::from_waker(&waker);
+    // Run it by hand until it sleeps in the queue (no wake-up for a while).
+    assert!(acquire.as_mut().poll(&mut cx).is_pending());
+    while rx.recv_timeout(Duration::from_millis(300)).is_ok() {
+        assert!(acquire.as_mut().poll(&mut cx).is_pending());
+    }
+    cancelling.armed.store(true, Ordering::SeqCst);
+    // Everybody re-checks: the listener wakes the sleeping waiter, whose waker calls back.
+    futures_lite::future::block_on(locks.advance_test_clock(Duration::ZERO)).unwrap();
+    if rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        // The listener's worker is stuck for good: do not wait for it at the runtime's drop.
+        std::mem::forget(acquire);
+        std::mem::forget(_enter);
+        std::mem::forget(runtime);
+        panic!("the listener deadlocked waking a waker that calls back into the store");
+    }
+    drop(acquire);
+}
