@@ -5,7 +5,9 @@ use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use alkstore_mem::contract::{AcquireRequest, PendingAcquire};
 use alkstore_mem::{BoxedFuture, LockError};
@@ -38,7 +40,8 @@ use crate::store::Locks;
 ///   waiter: the lease may lapse with nobody to release it), its own wait deadline, and its
 ///   heartbeat. Each wake-up is one more step. A crashed waiter stops refreshing its
 ///   heartbeat; once three heartbeat periods pass, whoever settles the lock skips it.
-/// - A bounded wait counts from the future's first poll, on the local clock; the first step
+/// - A bounded wait counts from the future's first poll, on tokio's clock (the local clock,
+///   or tokio's paused test clock, on which the kit also sleeps); the first step
 ///   hands the engine what is left of it. Once `wait` has passed, no step starts but one,
 ///   which picks up a lease handed over meanwhile or leaves the queue. A step still
 ///   unanswered at `wait + io_timeout` is given up (`Unavailable`).
@@ -231,7 +234,7 @@ async fn wait_for<P: Protocol>(
         let call = step(&store, &request, &id, wait_left, deadline);
         let answer = match bounds.limit {
             None => call.await,
-            Some(limit) => match tokio::time::timeout_at(limit.into(), call).await {
+            Some(limit) => match tokio::time::timeout_at(limit, call).await {
                 Ok(answer) => answer,
                 // The wait and one io_timeout have passed, and the engine has not answered
                 // (the guard withdraws the entry; the step's task does again when it ends).

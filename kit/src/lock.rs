@@ -3,7 +3,9 @@
 
 use core::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Timestamp};
 

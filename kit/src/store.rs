@@ -4,7 +4,9 @@
 use core::fmt;
 use core::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use alkstore_mem::validate::{check_name, check_request};
 use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Snapshot};

@@ -137,3 +137,25 @@ fn a_waker_that_calls_back_into_the_store_does_not_deadlock_the_listener() {
     }
     drop(acquire);
 }
+
+/// Finding: the kit read `std::time::Instant` for its bounds and its estimate of the
+/// engine's clock, but slept on tokio's timers. Under tokio's paused clock (how users test
+/// their code), a bounded wait never saw its bound pass and resolved to `Unavailable` at
+/// `wait + io_timeout` instead of `Ok(None)` at `wait`.
+#[tokio::test(start_paused = true)]
+async fn a_bounded_wait_under_paused_time_ends_with_none_at_its_bound() {
+    let locks = store(Duration::from_millis(1)).await;
+    let _holder = locks
+        .try_lock("job", "h", secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let got = locks.acquire("job", "w", secs(60)).timeout(secs(5)).await;
+    assert!(matches!(got, Ok(None)), "{got:?}");
+    let took = started.elapsed();
+    assert!(took >= secs(5) && took < secs(6), "{took:?}");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(locks.engine().live(), (1, 0));
+    assert_eq!(locks.sleepers_for_test(), 0);
+}
