@@ -42,23 +42,53 @@ pub struct Lock<P: Protocol> {
 }
 
 /// The lease as of the last grant or renewal, and the last reading of the engine's clock.
+///
+/// Which of two replies is the newer: one whose request was sent after the other's reply
+/// arrived ran later on the engine, whatever its clock says (it may have stepped back: an NTP
+/// step, a failover to a replica behind); of two calls in flight together (renewals racing on
+/// one handle, which is `Sync`), the one the engine's clock reads later.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Live {
     pub(crate) deadline: Timestamp,
     pub(crate) ttl: Duration,
-    /// The engine's time of the grant or renewal that set `deadline` and `ttl`: renewals
-    /// racing on one handle (it is `Sync`) are applied in the engine's order, never an older
-    /// one over a newer.
+    /// The engine's time of the grant or renewal that set `deadline` and `ttl`.
     renewed_at: Timestamp,
+    /// When the reply of that grant or renewal arrived, on the local clock.
+    renewed_seen: Instant,
     pub(crate) anchor: Anchor,
+    /// When the reply that gave `anchor` arrived, on the local clock.
+    seen: Instant,
 }
 
 impl Live {
+    /// Whether a reply read `server` on the engine's clock, to a request sent at `sent`, is
+    /// newer than the one read at `then` that arrived at `then_seen`.
+    fn newer(sent: Instant, server: Timestamp, then_seen: Instant, then: Timestamp) -> bool {
+        sent >= then_seen || server >= then
+    }
+
     /// Takes a newer reading of the engine's clock; an older one (a reply that overtook it)
     /// changes nothing.
     pub(crate) fn observe(&mut self, anchor: Anchor) {
-        if anchor.server >= self.anchor.server {
+        if Self::newer(anchor.local, anchor.server, self.seen, self.anchor.server) {
             self.anchor = anchor;
+            self.seen = Instant::now();
+        }
+    }
+
+    /// Takes the deadline and ttl of a renewal answered with `anchor`, unless a newer grant
+    /// or renewal set them.
+    fn renewed(&mut self, anchor: Anchor, deadline: Timestamp, ttl: Duration) {
+        if Self::newer(
+            anchor.local,
+            anchor.server,
+            self.renewed_seen,
+            self.renewed_at,
+        ) {
+            self.deadline = deadline;
+            self.ttl = ttl;
+            self.renewed_at = anchor.server;
+            self.renewed_seen = Instant::now();
         }
     }
 }
@@ -81,7 +111,9 @@ impl<P: Protocol> Lock<P> {
                 deadline: grant.deadline,
                 ttl,
                 renewed_at: anchor.server,
+                renewed_seen: Instant::now(),
                 anchor,
+                seen: Instant::now(),
             }),
             release_on_drop: true,
         }
@@ -206,12 +238,8 @@ impl<P: Protocol> Lock<P> {
             return Err(self.expired_at(anchor.server));
         };
         let mut live = self.live();
+        live.renewed(anchor, deadline, ttl);
         live.observe(anchor);
-        if anchor.server >= live.renewed_at {
-            live.deadline = deadline;
-            live.ttl = ttl;
-            live.renewed_at = anchor.server;
-        }
         Ok(())
     }
 

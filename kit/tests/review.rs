@@ -159,3 +159,37 @@ async fn a_bounded_wait_under_paused_time_ends_with_none_at_its_bound() {
     assert_eq!(locks.engine().live(), (1, 0));
     assert_eq!(locks.sleepers_for_test(), 0);
 }
+
+/// Finding: renewals were applied only when the engine's clock read later than at the last
+/// grant or renewal. When the engine's clock stepped back (an NTP step, a failover to a
+/// replica behind), every renewal was thrown away and the engine's readings ignored:
+/// `keep_alive`, seeing its old deadline come by the old reading, renewed in a tight loop
+/// (once per round trip) and then gave up the lease as `Expired` although the engine held
+/// it, renewed.
+#[tokio::test(start_paused = true)]
+async fn keep_alive_survives_the_engine_clock_stepping_back() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let locks = store(Duration::from_millis(1)).await;
+    let lock = locks.try_lock("job", "w", secs(10)).await.unwrap().unwrap();
+    let engine = locks.engine();
+    engine.set_clock(engine.clock() - 60_000_000_000);
+    let before = engine.renewals.load(SeqCst);
+    tokio::select! {
+        lost = lock.keep_alive(Duration::ZERO) => panic!(
+            "lost a live lease after {} renewals: {lost:?}",
+            engine.renewals.load(SeqCst) - before
+        ),
+        () = tokio::time::sleep(secs(100)) => {}
+    }
+    let renewals = engine.renewals.load(SeqCst) - before;
+    // The old deadline is 70 s away on the engine's clock now: the first renewal is due
+    // in 63 s, then one every third of the ttl: about 12 in 100 s.
+    assert!((1..=20).contains(&renewals), "{renewals} renewals in 100 s");
+    assert!(lock.is_held().await.unwrap());
+    assert_eq!(
+        lock.deadline().as_nanos(),
+        engine.clock() + 10_000_000_000,
+        "the handle follows the renewals"
+    );
+    assert!(lock.release().await.unwrap());
+}
