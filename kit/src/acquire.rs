@@ -296,12 +296,17 @@ async fn wait_for<P: Protocol>(
                     // The step in flight at the end said "queued": one last step, at once.
                     continue;
                 }
+                // A deadline the engine's own clock has passed already tells nothing to wait
+                // for (the step settles lapsed leases and ends waits that are over): one in
+                // the past would only make the waiter step again at once, for as long as the
+                // engine says so. It sleeps its heartbeat instead (or until woken).
+                let ahead = |at: Option<alkstore_mem::Timestamp>| at.filter(|at| *at > now);
                 let now = Anchor::new(now, sent);
                 let mut pause = heartbeat;
-                if let Some(at) = wait_deadline {
+                if let Some(at) = ahead(wait_deadline) {
                     pause = pause.min(now.until(at));
                 }
-                if let Some(holder) = head_holder {
+                if let Some(holder) = ahead(head_holder) {
                     pause = pause.min(now.until(holder));
                 }
                 if let Some(left) = bounds.left() {

@@ -193,3 +193,34 @@ async fn keep_alive_survives_the_engine_clock_stepping_back() {
     );
     assert!(lock.release().await.unwrap());
 }
+
+/// Finding: a step answering "queued" with a holder's deadline or a wait deadline that had
+/// already passed on the engine's own clock made the waiter step again after 1 ms, for as
+/// long as the engine kept saying so: a busy loop of round trips (about 500 a second per
+/// waiter here). A deadline already past tells nothing to wait for: the waiter sleeps its
+/// heartbeat (or until a wake-up) instead.
+#[tokio::test(start_paused = true)]
+async fn deadlines_in_the_past_do_not_make_a_waiter_spin() {
+    for lie in [
+        model::Nonsense::HolderInThePast,
+        model::Nonsense::WaitDeadlineInThePast,
+    ] {
+        let locks = store(Duration::from_millis(1)).await;
+        let _holder = locks
+            .try_lock("job", "h", secs(600))
+            .await
+            .unwrap()
+            .unwrap();
+        locks.engine().answer_with(lie);
+        tokio::select! {
+            got = locks.acquire("job", "w", secs(60)) => panic!("{lie:?}: {got:?}"),
+            () = tokio::time::sleep(secs(10)) => {}
+        }
+        let steps = locks
+            .engine()
+            .steps
+            .load(std::sync::atomic::Ordering::SeqCst);
+        // One a heartbeat (1 s): about 10.
+        assert!(steps <= 30, "{lie:?}: {steps} steps in 10 s");
+    }
+}
