@@ -84,7 +84,14 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.sleepers.lock().remove(&self.id);
+        let mut sleepers = self.sleepers.lock();
+        sleepers.remove(&self.id);
+        // Memory follows the live state: a burst of waiters gone leaves no table its size
+        // (halved once a quarter is used: amortized, never shrunk and regrown back to back).
+        if sleepers.capacity() > 64 && sleepers.len() < sleepers.capacity() / 4 {
+            let keep = sleepers.len() * 2;
+            sleepers.shrink_to(keep);
+        }
     }
 }
 
