@@ -256,3 +256,72 @@ fn requests_reach_the_engine_in_the_order_they_are_made() {
         assert!(poll_once(locks.holder("job")).await.is_some());
     });
 }
+
+/// Checked sound: a listener whose subscription fails at once is restarted with its backoff
+/// (20 ms doubling to 500 ms), not in a loop; waiters still wake at their own deadlines.
+#[tokio::test(start_paused = true)]
+async fn a_listener_that_fails_at_once_is_restarted_with_backoff() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let locks = store(Duration::from_millis(1)).await;
+    locks.engine().deafen();
+    let holder = locks
+        .try_lock("job", "h", secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    let waiter = tokio::spawn({
+        let locks = locks.clone();
+        async move { locks.acquire("job", "w", secs(60)).await }
+    });
+    tokio::time::sleep(secs(10)).await;
+    let listens = locks.engine().listens.load(SeqCst);
+    // 20 + 40 + ... + 500 ms, then one every 500 ms: about 25 in 10 s.
+    assert!((5..=30).contains(&listens), "{listens} listens in 10 s");
+    // With no wake-up, the hand-off is found at the waiter's next heartbeat (1 s).
+    assert!(holder.release().await.unwrap());
+    let lock = tokio::time::timeout(secs(2), waiter)
+        .await
+        .expect("served by its heartbeat")
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(lock.owner(), "w");
+}
+
+/// Checked sound: once the store's last clone and every handle, waiter and watch are gone,
+/// no task of the kit is left on the runtime (the listener ends) and no sleeper remains.
+#[tokio::test(start_paused = true)]
+async fn dropping_the_store_and_its_waiters_leaves_no_task() {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let locks = store(Duration::from_millis(1)).await;
+    let holder = locks
+        .try_lock("job", "h", secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    let holder = std::sync::Arc::new(holder);
+    let mut tasks = Vec::new();
+    for i in 0..100 {
+        let locks = locks.clone();
+        tasks.push(tokio::spawn(async move {
+            let _ = locks.acquire("job", &format!("w{i}"), secs(60)).await;
+        }));
+    }
+    for _ in 0..3 {
+        let holder = std::sync::Arc::clone(&holder);
+        tasks.push(tokio::spawn(async move {
+            let _ = tokio::join!(holder.keep_alive(Duration::ZERO), holder.lapsed());
+        }));
+    }
+    tokio::time::sleep(secs(5)).await;
+    assert_eq!(locks.sleepers_for_test(), 106);
+    let engine = locks.engine().clone();
+    drop(locks);
+    for task in tasks {
+        task.abort();
+    }
+    drop(holder);
+    tokio::time::sleep(secs(1)).await;
+    assert_eq!(metrics.num_alive_tasks(), 0, "tasks left behind");
+    assert_eq!(engine.live(), (0, 0));
+}

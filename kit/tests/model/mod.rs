@@ -133,6 +133,10 @@ pub struct Model {
     pub renewals: Arc<AtomicU64>,
     /// Nonsense a step answers with instead of the truth (see [`Nonsense`]).
     nonsense: Arc<AtomicU64>,
+    /// How many times a listener started listening.
+    pub listens: Arc<AtomicU64>,
+    /// Whether listeners fail at once.
+    deaf: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Nonsense the model's steps can answer with, to test that the kit survives an engine that
@@ -179,6 +183,11 @@ impl Model {
         self.nonsense.store(nonsense as u64, Ordering::SeqCst);
     }
 
+    /// Listeners fail at once (their subscription returns as soon as it starts).
+    pub fn deafen(&self) {
+        self.deaf.store(true, Ordering::SeqCst);
+    }
+
     /// Withdrawals leave no mark (a step that runs after one queues or grants again).
     pub fn without_marks(&self) {
         self.marks.store(false, Ordering::SeqCst);
@@ -207,13 +216,22 @@ impl Model {
     }
 }
 
-pub struct Bell(broadcast::Receiver<String>);
+pub struct Bell {
+    rx: broadcast::Receiver<String>,
+    listens: Arc<AtomicU64>,
+    deaf: Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl Listener for Bell {
     async fn listen<'a>(&'a mut self, sink: &'a dyn WakeSink) {
+        self.listens.fetch_add(1, Ordering::SeqCst);
+        if self.deaf.load(Ordering::SeqCst) {
+            // The subscription fails at once.
+            return;
+        }
         sink.subscribed();
         loop {
-            match self.0.recv().await {
+            match self.rx.recv().await {
                 Ok(message) => sink.deliver(&message),
                 Err(broadcast::error::RecvError::Lagged(_)) => sink.subscribed(),
                 Err(broadcast::error::RecvError::Closed) => return,
@@ -250,6 +268,8 @@ impl Clone for Model {
             steps: Arc::clone(&self.steps),
             renewals: Arc::clone(&self.renewals),
             nonsense: Arc::clone(&self.nonsense),
+            listens: Arc::clone(&self.listens),
+            deaf: Arc::clone(&self.deaf),
         }
     }
 }
@@ -276,6 +296,8 @@ impl Protocol for Model {
             steps: Arc::default(),
             renewals: Arc::default(),
             nonsense: Arc::default(),
+            listens: Arc::default(),
+            deaf: Arc::default(),
         })
     }
 
@@ -553,7 +575,11 @@ impl Protocol for Model {
     }
 
     fn listener(&self) -> Bell {
-        Bell(self.bell.subscribe())
+        Bell {
+            rx: self.bell.subscribe(),
+            listens: Arc::clone(&self.listens),
+            deaf: Arc::clone(&self.deaf),
+        }
     }
 
     fn fallback(&self) -> Direct {
