@@ -74,7 +74,7 @@ impl<P: Protocol> Locks<P> {
         Locks {
             shared: Arc::new(Shared {
                 engine,
-                wake: Wake::default(),
+                wake: Wake::new(),
             }),
         }
     }

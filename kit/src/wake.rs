@@ -8,9 +8,10 @@
 //! so a lost message costs time, never a lease.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
+use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
@@ -55,10 +56,12 @@ impl WakeSink for Sleepers {
 }
 
 /// The sleepers and the listener task of one store (shared by its clones).
-#[derive(Default)]
 pub(crate) struct Wake {
     sleepers: Arc<Sleepers>,
     task: Mutex<Option<AbortHandle>>,
+    /// The runtime the store was made on, where the listener runs (as the store's docs say):
+    /// not on whichever runtime its first sleeper came from, which may go idle for good.
+    home: Option<Handle>,
 }
 
 /// A sleeper's registration: woken by messages naming its id; leaves the registry when
@@ -96,6 +99,15 @@ impl Drop for Registration {
 }
 
 impl Wake {
+    /// The registry of a store made on the current runtime, if any.
+    pub(crate) fn new() -> Self {
+        Wake {
+            sleepers: Arc::default(),
+            task: Mutex::default(),
+            home: Handle::try_current().ok(),
+        }
+    }
+
     /// Registers sleeper `id` and starts a listener made by `listener` if none is running
     /// (the first time, or after the runtime it ran on was dropped). It does not wait for the
     /// subscription: the listener wakes every registered sleeper once it listens, so a
@@ -103,7 +115,7 @@ impl Wake {
     pub(crate) fn register<L: Listener>(
         &self,
         id: String,
-        listener: impl FnOnce() -> L,
+        listener: impl Fn() -> L,
     ) -> Registration {
         let notify = Arc::new(Notify::new());
         self.sleepers.lock().insert(id.clone(), Arc::clone(&notify));
@@ -121,36 +133,46 @@ impl Wake {
     }
 
     /// Starts the listener task if it is not running (it restarts its listener itself).
-    fn start<L: Listener>(&self, listener: impl FnOnce() -> L) {
+    fn start<L: Listener>(&self, listener: impl Fn() -> L) {
         let mut task = self.task.lock().unwrap_or_else(PoisonError::into_inner);
         if task.as_ref().is_some_and(|handle| !handle.is_finished()) {
             return;
         }
-        // No runtime to run it on: sleepers still wake at their own deadlines.
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        // On the store's runtime; else (the store's has shut down, or it was made outside
+        // any) on the current one. With no runtime at all, sleepers still wake at their own
+        // deadlines.
+        let homes = self.home.clone().into_iter();
+        for runtime in homes.chain(Handle::try_current().ok()) {
+            let sleepers = Arc::downgrade(&self.sleepers);
+            let spawned = runtime.spawn(listen(sleepers, listener()));
+            // Finished at once: that runtime has shut down (the listener ends only once the
+            // store is gone, and this one is not).
+            if !spawned.is_finished() {
+                *task = Some(spawned.abort_handle());
+                return;
+            }
+        }
+    }
+}
+
+/// Runs `listener` for the sleepers, again with a backoff after each failure, until the
+/// store is gone.
+async fn listen<L: Listener>(sleepers: Weak<Sleepers>, mut listener: L) {
+    let mut backoff = Duration::from_millis(20);
+    loop {
+        // The store is gone: nobody to wake.
+        let Some(sink) = sleepers.upgrade() else {
             return;
         };
-        let mut listener = listener();
-        let sleepers = Arc::downgrade(&self.sleepers);
-        let handle = runtime.spawn(async move {
-            let mut backoff = Duration::from_millis(20);
-            loop {
-                // The store is gone: nobody to wake.
-                let Some(sink) = sleepers.upgrade() else {
-                    return;
-                };
-                let started = tokio::time::Instant::now();
-                listener.listen(&*sink).await;
-                drop(sink);
-                // A subscription that lasted a while was a success: start the backoff anew.
-                if started.elapsed() > Duration::from_secs(1) {
-                    backoff = Duration::from_millis(20);
-                }
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_millis(500));
-            }
-        });
-        *task = Some(handle.abort_handle());
+        let started = tokio::time::Instant::now();
+        listener.listen(&*sink).await;
+        drop(sink);
+        // A subscription that lasted a while was a success: start the backoff anew.
+        if started.elapsed() > Duration::from_secs(1) {
+            backoff = Duration::from_millis(20);
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
     }
 }
 

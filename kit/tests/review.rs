@@ -325,3 +325,100 @@ async fn dropping_the_store_and_its_waiters_leaves_no_task() {
     assert_eq!(metrics.num_alive_tasks(), 0, "tasks left behind");
     assert_eq!(engine.live(), (0, 0));
 }
+
+/// Finding: the listener was spawned on the runtime of the store's first sleeper, not on the
+/// store's own runtime as its docs say. A first sleeper from a side runtime (a synchronous
+/// wrapper's `block_on` on a current-thread runtime, idle afterwards) left the listener
+/// there, never polled again: every later waiter lost its wake-ups for good, and a hand-off
+/// waited for the waiter's heartbeat (here 60 s) instead of arriving at once.
+#[test]
+fn the_listener_runs_on_the_stores_runtime_not_the_first_sleepers() {
+    let main = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = main.block_on(async {
+        let config = ModelConfig::default()
+            .with_io_timeout(secs(1))
+            .with_waiter_heartbeat(secs(60));
+        Locks::<Model>::connect_with("model://", config)
+            .await
+            .unwrap()
+    });
+    let other = main
+        .block_on(locks.try_lock("other", "h", secs(600)))
+        .unwrap()
+        .unwrap();
+    // The first sleeper comes from a side runtime, which then stays idle.
+    let side = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    side.block_on(async {
+        let _ = tokio::time::timeout(Duration::from_millis(20), other.lapsed()).await;
+    });
+    let holder = main
+        .block_on(locks.try_lock("job", "h", secs(600)))
+        .unwrap()
+        .unwrap();
+    let waiter = main.spawn({
+        let locks = locks.clone();
+        async move { locks.acquire("job", "w", secs(60)).await }
+    });
+    main.block_on(async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(holder.release().await.unwrap());
+        let lock = tokio::time::timeout(secs(10), waiter)
+            .await
+            .expect("the hand-off's wake-up reached the waiter")
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(lock.owner(), "w");
+    });
+    drop(side);
+}
+
+/// And once the store's runtime has shut down, the listener runs on the current one.
+#[test]
+fn once_the_stores_runtime_is_gone_the_listener_runs_on_the_current_one() {
+    let first = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = first.block_on(async {
+        let config = ModelConfig::default()
+            .with_io_timeout(secs(1))
+            .with_waiter_heartbeat(secs(60));
+        Locks::<Model>::connect_with("model://", config)
+            .await
+            .unwrap()
+    });
+    drop(first);
+    let second = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    second.block_on(async {
+        let holder = locks
+            .try_lock("job", "h", secs(600))
+            .await
+            .unwrap()
+            .unwrap();
+        let waiter = tokio::spawn({
+            let locks = locks.clone();
+            async move { locks.acquire("job", "w", secs(60)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(holder.release().await.unwrap());
+        let lock = tokio::time::timeout(secs(10), waiter)
+            .await
+            .expect("the hand-off's wake-up reached the waiter")
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(lock.owner(), "w");
+    });
+}
