@@ -264,8 +264,9 @@ impl<P: Protocol> Lock<P> {
     /// task of its own, or the dropped lock releases it).
     ///
     /// # Errors
-    /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`
-    /// (the lease then lapses at its deadline).
+    /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`,
+    /// or the runtime shuts down during the call: the handle's drop then tries once more, as
+    /// any dropped lock's does (failing that, the lease lapses at its deadline).
     pub fn release(self) -> RemoteFuture<'static, bool> {
         BoxedFuture::new(async move {
             let mut lock = self;
@@ -277,9 +278,11 @@ impl<P: Protocol> Lock<P> {
                     store.shared.engine.release(&name, token, &rid).await
                 })
                 .await;
-            // Sent: the task runs it to its end even if this future is dropped now. (Dropped
-            // before this point, the lock's drop releases instead.)
-            lock.release_on_drop = false;
+            // Answered: done. (Dropped before this point, the lock's drop releases instead; and
+            // a call that failed, perhaps cut short by its runtime shutting down, is tried
+            // again by the drop, in the background or by the fallback: a second release of a
+            // released lease changes nothing.)
+            lock.release_on_drop = released.is_err();
             released
         })
     }

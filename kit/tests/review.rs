@@ -422,3 +422,31 @@ fn once_the_stores_runtime_is_gone_the_listener_runs_on_the_current_one() {
         assert_eq!(lock.owner(), "w");
     });
 }
+
+/// Finding: a `release` whose call was cut by its runtime shutting down (awaited through
+/// `Handle::block_on` from a thread of its own, as synchronous bridges do, while the program
+/// shuts the runtime down) answered `Unavailable` and also cleared the handle's release on
+/// drop, so the lease, maybe never released, stayed held by nobody for its whole ttl. A
+/// release that failed now leaves the handle's drop to release it (in the background, or by
+/// the fallback at shutdown; a second release of a released lease changes nothing).
+#[test]
+fn a_release_cut_by_the_runtime_shutting_down_is_still_released() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = runtime.block_on(store(Duration::ZERO));
+    let lock = runtime
+        .block_on(locks.try_lock("job", "w", secs(600)))
+        .unwrap()
+        .unwrap();
+    locks.engine().set_delay(Duration::from_millis(200));
+    let handle = runtime.handle().clone();
+    let bridge = std::thread::spawn(move || handle.block_on(lock.release()));
+    std::thread::sleep(Duration::from_millis(50));
+    drop(runtime);
+    let answer = bridge.join().unwrap();
+    assert!(answer.is_err(), "{answer:?}");
+    assert_eq!(locks.engine().live(), (0, 0), "the lease was released");
+}
