@@ -450,3 +450,120 @@ fn a_release_cut_by_the_runtime_shutting_down_is_still_released() {
     assert!(answer.is_err(), "{answer:?}");
     assert_eq!(locks.engine().live(), (0, 0), "the lease was released");
 }
+
+/// Checked sound: ttls at their extremes. `Duration::MAX` gives a deadline that never comes
+/// (no renewal, no lapse, no overflow in any timer); 1 ns lapses at once by the estimate.
+#[tokio::test(start_paused = true)]
+async fn ttls_of_duration_max_and_one_nanosecond() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let locks = store(Duration::from_millis(1)).await;
+    let forever = locks
+        .try_lock("forever", "w", Duration::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(forever.deadline(), alkstore_mem::Timestamp::MAX);
+    let before = locks.engine().renewals.load(SeqCst);
+    tokio::select! {
+        lost = forever.keep_alive(Duration::ZERO) => panic!("{lost:?}"),
+        lost = forever.lapsed() => panic!("{lost:?}"),
+        () = tokio::time::sleep(secs(100_000)) => {}
+    }
+    assert_eq!(
+        locks.engine().renewals.load(SeqCst),
+        before,
+        "no renewal due"
+    );
+    let waiter = locks
+        .acquire("forever", "x", Duration::MAX)
+        .timeout(secs(5))
+        .await;
+    assert!(matches!(waiter, Ok(None)), "{waiter:?}");
+    assert!(forever.release().await.unwrap());
+    let got = locks
+        .acquire("forever", "x", Duration::MAX)
+        .timeout(Duration::MAX)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(got.release().await.unwrap());
+
+    let brief = locks
+        .try_lock("brief", "w", Duration::from_nanos(1))
+        .await
+        .unwrap()
+        .unwrap();
+    let lost = tokio::time::timeout(secs(1), brief.lapsed())
+        .await
+        .expect("lapses at once by the estimate");
+    assert!(matches!(lost, alkstore_mem::LockError::Expired { .. }));
+    let refused = brief.keep_alive(Duration::ZERO).await;
+    assert!(matches!(
+        refused,
+        alkstore_mem::LockError::InvalidTtl { .. }
+    ));
+}
+
+/// Checked sound: the engine's clock at 0 and at `u64::MAX` (a lease granted there is over
+/// at once: its deadline cannot be after now): answers, no panic, nothing left behind.
+#[tokio::test(start_paused = true)]
+async fn engine_clocks_at_zero_and_at_the_end_of_time() {
+    let locks = store(Duration::from_millis(1)).await;
+    locks.engine().set_clock(0);
+    let lock = locks.try_lock("job", "w", secs(10)).await.unwrap().unwrap();
+    assert_eq!(lock.deadline().as_nanos(), 10_000_000_000);
+    tokio::select! {
+        lost = lock.keep_alive(Duration::ZERO) => panic!("{lost:?}"),
+        () = tokio::time::sleep(secs(30)) => {}
+    }
+    assert!(lock.release().await.unwrap());
+
+    locks.engine().set_clock(u64::MAX);
+    let lock = locks.try_lock("job", "w", secs(10)).await.unwrap().unwrap();
+    assert_eq!(lock.deadline(), alkstore_mem::Timestamp::MAX);
+    let lost = tokio::time::timeout(secs(1), lock.lapsed()).await.unwrap();
+    assert!(matches!(lost, alkstore_mem::LockError::Expired { .. }));
+    let lost = tokio::time::timeout(secs(1), lock.keep_alive(Duration::ZERO))
+        .await
+        .unwrap();
+    assert!(matches!(lost, alkstore_mem::LockError::Expired { .. }));
+    assert!(!lock.is_held().await.unwrap());
+    assert!(!lock.release().await.unwrap());
+    let got = locks.acquire("job", "x", secs(10)).timeout(secs(1)).await;
+    drop(got);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(locks.sleepers_for_test(), 0);
+}
+
+/// Checked sound: keep_alive raced from eight tasks on one handle (it is `Sync`), with the
+/// engine's clock moving, keeps the lease, and the handle follows the engine's deadline.
+#[tokio::test(start_paused = true)]
+async fn keep_alive_from_eight_tasks_on_one_handle() {
+    let locks = store(Duration::from_millis(1)).await;
+    let lock = std::sync::Arc::new(locks.try_lock("job", "w", secs(10)).await.unwrap().unwrap());
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let lock = std::sync::Arc::clone(&lock);
+        tasks.push(tokio::spawn(async move {
+            lock.keep_alive(Duration::ZERO).await
+        }));
+    }
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        locks
+            .advance_test_clock(Duration::from_millis(500))
+            .await
+            .unwrap();
+    }
+    for task in &tasks {
+        assert!(!task.is_finished(), "a keep_alive gave up a live lease");
+    }
+    for task in tasks {
+        task.abort();
+    }
+    let engine_deadline = locks.holder("job").await.unwrap().unwrap().deadline();
+    assert!(lock.deadline() <= engine_deadline);
+    assert!(lock.is_held().await.unwrap());
+    let lock = std::sync::Arc::into_inner(lock).unwrap();
+    assert!(lock.release().await.unwrap());
+}
