@@ -567,3 +567,49 @@ async fn keep_alive_from_eight_tasks_on_one_handle() {
     let lock = std::sync::Arc::into_inner(lock).unwrap();
     assert!(lock.release().await.unwrap());
 }
+
+/// Checked sound: clones of one store on four threads, each with a current-thread runtime of
+/// its own (the store's own runtime kept running), take turns on one name: never two
+/// holders at once, every turn served, nothing left behind.
+#[test]
+fn clones_on_four_threads_take_turns() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let main = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = main.block_on(store(Duration::ZERO));
+    let inside = std::sync::Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let (locks, inside) = (locks.clone(), std::sync::Arc::clone(&inside));
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    for i in 0..50 {
+                        let lock = locks
+                            .acquire("job", &format!("t{t}-{i}"), secs(60))
+                            .timeout(secs(30))
+                            .await
+                            .unwrap()
+                            .expect("served within 30 s");
+                        assert_eq!(inside.fetch_add(1, SeqCst), 0, "two holders at once");
+                        tokio::task::yield_now().await;
+                        inside.fetch_sub(1, SeqCst);
+                        assert!(lock.release().await.unwrap());
+                    }
+                });
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    main.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
+    assert_eq!(locks.engine().live(), (0, 0));
+    assert_eq!(locks.sleepers_for_test(), 0);
+}
