@@ -8,6 +8,7 @@
 //! so a lost message costs time, never a lease.
 
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -32,9 +33,15 @@ impl Sleepers {
     fn wake_all(&self) {
         let all: Vec<Arc<Notify>> = self.lock().values().cloned().collect();
         for notify in all {
-            notify.notify_one();
+            wake(&notify);
         }
     }
+}
+
+/// Wakes one sleeper. A waker that panics (an executor's bug) must not end the listener,
+/// which every other sleeper of the store depends on: its panic stops here.
+fn wake(notify: &Notify) {
+    let _ = catch_unwind(AssertUnwindSafe(|| notify.notify_one()));
 }
 
 impl WakeSink for Sleepers {
@@ -49,7 +56,7 @@ impl WakeSink for Sleepers {
             // Out of the lock before the waker runs (see `wake_all`).
             let one = self.lock().get(message).cloned();
             if let Some(notify) = one {
-                notify.notify_one();
+                wake(&notify);
             }
         }
     }

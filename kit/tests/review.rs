@@ -613,3 +613,78 @@ fn clones_on_four_threads_take_turns() {
     assert_eq!(locks.engine().live(), (0, 0));
     assert_eq!(locks.sleepers_for_test(), 0);
 }
+
+/// A waker that panics once armed.
+struct Panicking(AtomicBool);
+
+impl Wake for Panicking {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        assert!(!self.0.load(Ordering::SeqCst), "a waker that panics");
+    }
+}
+
+/// Finding: a waker that panics (an executor's bug, or one torn down) unwound through the
+/// listener task and ended it, and nothing restarted it until another sleeper registered:
+/// every waiter of the store lost its wake-ups meanwhile, and a hand-off waited for the
+/// waiter's heartbeat (here 60 s). The listener now survives a waker's panic.
+#[test]
+fn a_waker_that_panics_does_not_end_the_listener() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let locks = runtime.block_on(async {
+        let config = ModelConfig::default()
+            .with_io_timeout(secs(1))
+            .with_waiter_heartbeat(secs(60));
+        Locks::<Model>::connect_with("model://", config)
+            .await
+            .unwrap()
+    });
+    let _other = runtime
+        .block_on(locks.try_lock("other", "h", secs(600)))
+        .unwrap()
+        .unwrap();
+    let holder = runtime
+        .block_on(locks.try_lock("job", "h", secs(600)))
+        .unwrap()
+        .unwrap();
+    let _enter = runtime.enter();
+    // A waiter polled by hand with a waker that will panic.
+    let panicking = Arc::new(Panicking(AtomicBool::new(false)));
+    let waker = Waker::from(Arc::clone(&panicking));
+    let mut bad = Box::pin(locks.acquire("other", "bad", secs(60)));
+    for _ in 0..20 {
+        assert!(
+            bad.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let waiter = runtime.spawn({
+        let locks = locks.clone();
+        async move { locks.acquire("job", "w", secs(60)).await }
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    panicking.0.store(true, Ordering::SeqCst);
+    // Everybody re-checks: the bad waker panics in the listener.
+    futures_lite::future::block_on(locks.advance_test_clock(Duration::ZERO)).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    runtime.block_on(async {
+        assert!(holder.release().await.unwrap());
+        let lock = tokio::time::timeout(secs(10), waiter)
+            .await
+            .expect("the hand-off's wake-up reached the waiter")
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(lock.owner(), "w");
+    });
+    panicking.0.store(false, Ordering::SeqCst);
+    drop(bad);
+}
