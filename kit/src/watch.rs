@@ -21,7 +21,9 @@ impl<P: Protocol> Lock<P> {
     /// Renews the lease to its [`ttl`](Self::ttl) every `every` and resolves only when it is
     /// lost, with why: [`LockError::Expired`] once a renewal is refused (lapsed, released
     /// elsewhere, force-released) or cannot be answered before the deadline,
-    /// [`LockError::Unavailable`] when the engine answered with an error. Takes `&self`:
+    /// [`LockError::Unavailable`] when a call failed first (the engine answered with an
+    /// error, or did not answer within the `io_timeout` while the deadline was further off;
+    /// also with no tokio runtime). Takes `&self`:
     /// race it against the work (`tokio::select!`), which may use the lock meanwhile.
     ///
     /// `every` zero means a third of the ttl; anything above half the ttl is half the ttl
