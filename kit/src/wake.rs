@@ -172,7 +172,16 @@ async fn listen<L: Listener>(sleepers: Weak<Sleepers>, mut listener: L) {
             return;
         };
         let started = tokio::time::Instant::now();
-        listener.listen(&*sink).await;
+        // A listener that panics (an engine's bug) failed like any other subscription: it
+        // runs again after the backoff, instead of ending the task every sleeper needs.
+        {
+            let mut listening = core::pin::pin!(listener.listen(&*sink));
+            core::future::poll_fn(|cx| {
+                catch_unwind(AssertUnwindSafe(|| listening.as_mut().poll(cx)))
+                    .unwrap_or(core::task::Poll::Ready(()))
+            })
+            .await;
+        }
         drop(sink);
         // A subscription that lasted a while was a success: start the backoff anew.
         if started.elapsed() > Duration::from_secs(1) {

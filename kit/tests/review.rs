@@ -688,3 +688,36 @@ fn a_waker_that_panics_does_not_end_the_listener() {
     panicking.0.store(false, Ordering::SeqCst);
     drop(bad);
 }
+
+/// Finding: an engine's listener that panicked (a message it could not parse) ended the
+/// listener task, and nothing restarted it until another sleeper registered: every waiter
+/// lost its wake-ups meanwhile (a hand-off waited for the waiter's heartbeat, here 60 s). A
+/// panic is now one more failed subscription: the listener runs again after its backoff.
+#[tokio::test(start_paused = true)]
+async fn a_listener_that_panics_is_restarted() {
+    let config = ModelConfig::default()
+        .with_io_timeout(secs(1))
+        .with_waiter_heartbeat(secs(60));
+    let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
+    let holder = locks
+        .try_lock("job", "h", secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    let waiter = tokio::spawn({
+        let locks = locks.clone();
+        async move { locks.acquire("job", "w", secs(60)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    locks.engine().break_listener();
+    locks.advance_test_clock(Duration::ZERO).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(holder.release().await.unwrap());
+    let lock = tokio::time::timeout(secs(10), waiter)
+        .await
+        .expect("the hand-off's wake-up reached the waiter")
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(lock.owner(), "w");
+}

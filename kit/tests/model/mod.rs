@@ -137,6 +137,8 @@ pub struct Model {
     pub listens: Arc<AtomicU64>,
     /// Whether listeners fail at once.
     deaf: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the next `*` makes a listener panic.
+    fragile: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Nonsense the model's steps can answer with, to test that the kit survives an engine that
@@ -188,6 +190,11 @@ impl Model {
         self.deaf.store(true, Ordering::SeqCst);
     }
 
+    /// The next `*` makes the listener that receives it panic.
+    pub fn break_listener(&self) {
+        self.fragile.store(true, Ordering::SeqCst);
+    }
+
     /// Withdrawals leave no mark (a step that runs after one queues or grants again).
     pub fn without_marks(&self) {
         self.marks.store(false, Ordering::SeqCst);
@@ -220,6 +227,7 @@ pub struct Bell {
     rx: broadcast::Receiver<String>,
     listens: Arc<AtomicU64>,
     deaf: Arc<std::sync::atomic::AtomicBool>,
+    fragile: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Listener for Bell {
@@ -232,7 +240,14 @@ impl Listener for Bell {
         sink.subscribed();
         loop {
             match self.rx.recv().await {
-                Ok(message) => sink.deliver(&message),
+                Ok(message) => {
+                    // A listener with a bug: a message it cannot parse makes it panic.
+                    assert!(
+                        !(message == "*" && self.fragile.swap(false, Ordering::SeqCst)),
+                        "the listener panics on a message"
+                    );
+                    sink.deliver(&message);
+                }
                 Err(broadcast::error::RecvError::Lagged(_)) => sink.subscribed(),
                 Err(broadcast::error::RecvError::Closed) => return,
             }
@@ -270,6 +285,7 @@ impl Clone for Model {
             nonsense: Arc::clone(&self.nonsense),
             listens: Arc::clone(&self.listens),
             deaf: Arc::clone(&self.deaf),
+            fragile: Arc::clone(&self.fragile),
         }
     }
 }
@@ -298,6 +314,7 @@ impl Protocol for Model {
             nonsense: Arc::default(),
             listens: Arc::default(),
             deaf: Arc::default(),
+            fragile: Arc::default(),
         })
     }
 
@@ -579,6 +596,7 @@ impl Protocol for Model {
             rx: self.bell.subscribe(),
             listens: Arc::clone(&self.listens),
             deaf: Arc::clone(&self.deaf),
+            fragile: Arc::clone(&self.fragile),
         }
     }
 
