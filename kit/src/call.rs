@@ -1,4 +1,5 @@
-//! Cancel safety, written once: every operation runs in a task of its own.
+//! Cancel safety, written once: every operation runs in a task of its own (after its first
+//! poll, which runs in the caller's, so that requests leave in the order they are made).
 //!
 //! A caller that stops waiting (its own timeout, a `select!` that lost, a dropped task) drops
 //! only its side of a channel; the operation runs on to its end, so a connection is never
@@ -7,7 +8,9 @@
 //! waiter's step nobody receives drops an [`Undo`](crate::cleanup::Undo), which withdraws
 //! the waiter. Each operation is bounded by the `io_timeout` inside its task.
 
-use core::future::Future;
+use core::future::{Future, poll_fn};
+use core::task::Poll;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use alkstore_mem::LockError;
@@ -15,8 +18,21 @@ use tokio::sync::oneshot;
 
 use crate::errors::unavailable;
 
-/// Runs `op` within `io` in a task on the current runtime and waits for its answer. Dropping
-/// the returned future leaves the task running; its answer is then dropped there.
+/// `Unavailable` when the calling thread has no tokio runtime: the kit's calls, timers and
+/// the engines' I/O need one. Checked before anything that would panic without it.
+pub(crate) fn need_runtime(engine: &str) -> Result<tokio::runtime::Handle, LockError> {
+    tokio::runtime::Handle::try_current().map_err(|_| {
+        unavailable(format!(
+            "{engine}: no tokio runtime on this thread (a store's calls run on tokio)"
+        ))
+    })
+}
+
+/// Runs `op` within `io`: its first poll here, in the caller's poll, so that requests leave
+/// in the order they are made (a later call of the same task cannot overtake it) and an
+/// answer ready at once costs no task; the rest in a task on the current runtime, whose
+/// answer this waits for. Dropping the returned future leaves the task running; its answer
+/// is then dropped there.
 ///
 /// Without a tokio runtime it answers `Unavailable` at once (the engines' I/O needs one).
 pub(crate) async fn detached<T: Send + 'static>(
@@ -24,27 +40,51 @@ pub(crate) async fn detached<T: Send + 'static>(
     io: Duration,
     op: impl Future<Output = Result<T, LockError>> + Send + 'static,
 ) -> Result<T, LockError> {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return Err(unavailable(format!(
-            "{engine}: no tokio runtime on this thread (a store's calls run on tokio)"
-        )));
-    };
-    let (tx, rx) = oneshot::channel();
-    runtime.spawn(async move {
-        let answer = match tokio::time::timeout(io, op).await {
+    let runtime = need_runtime(engine)?;
+    let call = Box::pin(async move {
+        match tokio::time::timeout(io, op).await {
             Ok(answer) => answer,
             Err(_) => Err(unavailable(format!(
                 "{engine} did not answer within {io:?}"
             ))),
+        }
+    });
+    let mut first = Some(call);
+    // Ready at its first poll: the call answered, or it is handed to a task in that same
+    // poll (so no drop of the caller's future falls in between).
+    let rest = poll_fn(|cx| {
+        let Some(mut call) = first.take() else {
+            return Poll::Pending;
         };
+        Poll::Ready(
+            match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+                Ok(Poll::Ready(answer)) => Err(answer),
+                Ok(Poll::Pending) => Ok(call),
+                // The engine panicked: what the call held is dropped (and undone) here.
+                Err(_) => Err(Err(unavailable(format!(
+                    "{engine} panicked during the call"
+                )))),
+            },
+        )
+    })
+    .await;
+    let call = match rest {
+        Ok(call) => call,
+        Err(answer) => return answer,
+    };
+    let (tx, rx) = oneshot::channel();
+    runtime.spawn(async move {
+        let answer = call.await;
         // Nobody waits any more: the answer is dropped here (see the module docs).
         let _ = tx.send(answer);
     });
     match rx.await {
         Ok(answer) => answer,
-        // The task was dropped unfinished: its runtime is shutting down.
+        // The task was dropped unfinished: its runtime is shutting down (or the engine
+        // panicked).
         Err(_) => Err(unavailable(format!(
-            "{engine}: the runtime shut down during the call"
+            "{engine}: the call ended without an answer (its runtime shut down, or the \
+             engine panicked)"
         ))),
     }
 }
