@@ -126,14 +126,19 @@ async fn wait_for(
             wait_until,
             heartbeat: heartbeat_us.saturating_mul(3),
         };
-        let (stepped, now) = store
+        let (stepped, now, ahead) = store
             .on_row(&name, move |row, cx| {
                 let step = Step {
                     id: &i,
                     owner: &o,
                     ..step
                 };
-                (ops::step(row, cx, &step), cx.now)
+                let stepped = ops::step(row, cx, &step);
+                let ahead = match stepped {
+                    Stepped::Queued { .. } => ops::ahead(row, cx, &i),
+                    _ => Vec::new(),
+                };
+                (stepped, cx.now, ahead)
             })
             .await?;
         match stepped {
@@ -153,6 +158,9 @@ async fn wait_for(
                 return Ok(None);
             }
             Stepped::Queued { head_deadline } => {
+                // Woken as soon as a context it waits behind dies (its lease or its ticket
+                // is then over: the next step sees it).
+                store.inner.db.watch_contexts(&ahead);
                 let mut until = now.saturating_add(heartbeat_us);
                 if wait_until != 0 {
                     until = until.min(wait_until);

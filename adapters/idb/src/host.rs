@@ -68,6 +68,16 @@ impl Db {
     pub(crate) fn generation(&self) -> u64 {
         0
     }
+
+    pub(crate) async fn confirm_dead(&self, _ids: Vec<String>) -> bool {
+        false
+    }
+
+    pub(crate) fn watch_contexts(&self, _ids: &[String]) {}
+
+    pub(crate) fn context_id(&self) -> String {
+        String::new()
+    }
 }
 
 /// A transaction's future: `Unavailable` on the host.

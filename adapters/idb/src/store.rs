@@ -102,6 +102,16 @@ impl IdbLocks {
         &self.inner.config
     }
 
+    /// This context's id in the rows of this database: every lease and ticket of this
+    /// context records it, and holds the Web Lock `alkstore:ctx:<database>:<id>` for as long
+    /// as the context lives, so that other contexts can tell when it is dead and take over at
+    /// once. `None` where Web Locks are missing (an insecure origin, an old browser) or the
+    /// lock was taken from this context: its leases then last their ttl, as on every target
+    /// but wasm32.
+    pub fn context_id(&self) -> Option<String> {
+        Some(self.inner.db.context_id()).filter(|id| !id.is_empty())
+    }
+
     /// The name of the IndexedDB database.
     pub fn database_name(&self) -> &str {
         self.inner.db.name()
@@ -185,27 +195,49 @@ impl IdbLocks {
         if let Err(err) = check_request(name, owner, ttl, &self.inner.config.limits()) {
             return BoxedFuture::new(ready(Err(err)));
         }
+        let first = self.send_try_lock(name, owner, ttl);
+        let (store, name, owner) = (self.clone(), name.to_owned(), owner.to_owned());
+        BoxedFuture::new(async move {
+            let (granted, holder_ctx) = match first.await? {
+                Ok(granted) => (Some(granted), String::new()),
+                Err(ctx) => (None, ctx),
+            };
+            let granted = match granted {
+                Some(granted) => Some(granted),
+                // Busy: if the holder's context is dead (its presence Web Lock gone), its
+                // lease is over: once more, knowing it.
+                None if store.inner.db.confirm_dead(vec![holder_ctx]).await => {
+                    store.send_try_lock(&name, &owner, ttl).await?.ok()
+                }
+                None => None,
+            };
+            Ok(granted.map(|g| IdbLock::new(store, name, owner, g.token, g.deadline, ttl)))
+        })
+    }
+
+    /// One try_lock transaction, sent now: the grant, or the busy holder's context id.
+    fn send_try_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Result<ops::Granted, String>, LockError>> + 'static {
         let rid = sys::new_id();
         let ttl_us = micros(ttl);
         let (o, r) = (owner.to_owned(), rid.clone());
-        let tx = self.on_row(name, move |row, cx| ops::try_lock(row, cx, &o, ttl_us, &r));
+        let tx = self.on_row(name, move |row, cx| {
+            ops::try_lock(row, cx, &o, ttl_us, &r).map_err(|_| {
+                row.lease
+                    .as_ref()
+                    .map_or_else(String::new, |l| l.ctx.clone())
+            })
+        });
         let mut guard = CancelGuard::new(self, name, rid);
-        let (store, name, owner) = (self.clone(), name.to_owned(), owner.to_owned());
-        BoxedFuture::new(async move {
+        async move {
             let answer = tx.await;
             guard.disarm();
-            match answer? {
-                Ok(granted) => Ok(Some(IdbLock::new(
-                    store,
-                    name,
-                    owner,
-                    granted.token,
-                    granted.deadline,
-                    ttl,
-                ))),
-                Err(_) => Ok(None),
-            }
-        })
+            answer
+        }
     }
 
     /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded with
@@ -263,12 +295,17 @@ impl IdbLocks {
         if check_name(name, &self.inner.config.limits()).is_err() {
             return BoxedFuture::new(ready(Ok(None)));
         }
-        let tx = self.on_row(name, ops::holder);
-        let name = name.to_owned();
+        let (store, name) = (self.clone(), name.to_owned());
+        let first = self.on_row(&name, ops::holder);
         BoxedFuture::new(async move {
-            Ok(tx
-                .await?
-                .map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
+            let mut lease = first.await?;
+            if let Some(ctx) = lease.as_ref().map(|l| l.ctx.clone()) {
+                // A dead context's lease is over: look again, knowing it.
+                if store.inner.db.confirm_dead(vec![ctx]).await {
+                    lease = store.on_row(&name, ops::holder).await?;
+                }
+            }
+            Ok(lease.map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
         })
     }
 
@@ -295,22 +332,13 @@ impl IdbLocks {
     /// # }
     /// ```
     pub fn snapshot(&self) -> IdbFuture<'static, Snapshot> {
-        let tx = self.inner.db.transact(Scope::All, |rows, cx| {
-            let mut held = Vec::new();
-            let mut waiting = Vec::new();
-            for (name, row) in rows.iter_mut() {
-                ops::settle(row, cx);
-                if let Some(l) = &row.lease {
-                    held.push(LeaseInfo::new(name, &l.owner, l.token, stamp(l.deadline)));
-                }
-                for ticket in ops::waiting(row, cx) {
-                    waiting.push(Waiting::new(name, &ticket.owner));
-                }
-            }
-            (held, waiting)
-        });
+        let store = self.clone();
         BoxedFuture::new(async move {
-            let ((mut held, mut waiting), _) = tx.await?;
+            let (mut held, mut waiting, contexts) = store.snapshot_tx().await?;
+            if store.inner.db.confirm_dead(contexts).await {
+                // A context in it is dead: its leases and tickets are over; look again.
+                (held, waiting, _) = store.snapshot_tx().await?;
+            }
             // By name as Rust orders strings (IndexedDB orders keys by UTF-16 code units);
             // stable, so each name's waiters keep their queue order.
             held.sort_by(|a, b| a.name().cmp(b.name()));
@@ -320,6 +348,32 @@ impl IdbLocks {
             snapshot.waiting = waiting;
             Ok(snapshot)
         })
+    }
+
+    /// One snapshot transaction: the live leases, the live waiters, and the context ids the
+    /// rows record.
+    async fn snapshot_tx(&self) -> Result<(Vec<LeaseInfo>, Vec<Waiting>, Vec<String>), LockError> {
+        let tx = self.inner.db.transact(Scope::All, |rows, cx| {
+            let mut held = Vec::new();
+            let mut waiting = Vec::new();
+            let mut contexts: Vec<String> = Vec::new();
+            for (name, row) in rows.iter_mut() {
+                ops::settle(row, cx);
+                if let Some(l) = &row.lease {
+                    held.push(LeaseInfo::new(name, &l.owner, l.token, stamp(l.deadline)));
+                }
+                for ticket in ops::waiting(row, cx) {
+                    waiting.push(Waiting::new(name, &ticket.owner));
+                }
+                for ctx in ops::contexts(row) {
+                    if !contexts.iter().any(|c| c == ctx) {
+                        contexts.push(ctx.into());
+                    }
+                }
+            }
+            (held, waiting, contexts)
+        });
+        Ok(tx.await?.0)
     }
 
     /// Ends the live lease on `name` whoever holds it (an operator's tool), and returns the

@@ -18,6 +18,7 @@ use super::channel::Channel;
 use super::clock::EngineClock;
 use super::codec;
 use super::open::open_db;
+use super::presence::{self, Presence};
 use super::txn::{self, Job, TxFuture};
 use super::watchdog::{Watchdog, Watched};
 use crate::sys::{Answer, Scope, TxError};
@@ -92,6 +93,8 @@ pub(crate) struct Database {
     pub(crate) io_timeout: Duration,
     pub(crate) channel: Channel,
     pub(crate) clock: Rc<EngineClock>,
+    /// This context's presence Web Lock for the database, and the contexts known dead.
+    pub(crate) presence: Rc<Presence>,
     db: RefCell<Option<IdbDatabase>>,
     /// Transactions made while the connection is being opened again, in call order: they
     /// are sent, in that order, as soon as it is open (whether or not anyone polls them).
@@ -111,11 +114,17 @@ pub(crate) struct Database {
 impl Database {
     /// Opens (creating if needed) the database `name`.
     pub(crate) async fn open(name: &str, io_timeout: Duration) -> Result<Rc<Self>, LockError> {
+        // Held before anything of this context is written (a starting context never looks
+        // dead), and before the connection opens (so that no transaction waits for it).
+        let presence = presence::presence(name, io_timeout.as_secs_f64() * 1000.0).await;
         let db = open_db(name, io_timeout).await?;
+        let channel = Channel::new(&format!("alkstore-idb:{name}"));
+        presence.subscribe(channel.downgrade());
         let this = Rc::new(Database {
             name: name.into(),
             io_timeout,
-            channel: Channel::new(&format!("alkstore-idb:{name}")),
+            channel,
+            presence,
             clock: Rc::new(EngineClock::new()),
             db: RefCell::new(None),
             waiting: RefCell::new(Vec::new()),
@@ -186,7 +195,7 @@ impl Database {
         match self.send_reads(db, &job.scope) {
             Ok((tx, requests)) => {
                 let io = self.io_timeout;
-                let state = txn::run(tx, job, requests, slot, &self.channel, &self.clock, io);
+                let state = txn::run(tx, job, requests, slot, self);
                 let state: Rc<dyn Watched> = state;
                 self.watchdog
                     .watch(io.as_secs_f64() * 1000.0, Rc::downgrade(&state));

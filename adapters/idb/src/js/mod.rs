@@ -6,6 +6,7 @@ mod clock;
 mod codec;
 mod idb;
 mod open;
+mod presence;
 mod txn;
 mod watchdog;
 
@@ -85,6 +86,25 @@ impl Db {
     /// The engine's time as this context estimates it (µs).
     pub(crate) fn now_us(&self) -> u64 {
         self.0.clock.now_us()
+    }
+
+    /// Checks the contexts `ids` (read from rows before this call) against the browser's
+    /// Web Locks: `true` when one of them is dead (it is known dead from now on).
+    pub(crate) async fn confirm_dead(&self, ids: Vec<String>) -> bool {
+        self.0
+            .presence
+            .confirm(ids.iter().map(String::as_str))
+            .await
+    }
+
+    /// Wakes this context's waiters as soon as one of the contexts `ids` dies.
+    pub(crate) fn watch_contexts(&self, ids: &[String]) {
+        self.0.presence.watch(ids.iter().map(String::as_str));
+    }
+
+    /// This context's id in the rows (empty: it holds no presence lock).
+    pub(crate) fn context_id(&self) -> String {
+        self.0.presence.me().to_owned()
     }
 
     /// How many connections the browser closed under this store so far.
