@@ -90,7 +90,7 @@ impl IdbLocks {
     /// # }
     /// ```
     pub async fn open_with(db_name: &str, config: IdbConfig) -> Result<IdbLocks, LockError> {
-        let db = sys::open(db_name, config.io_timeout()).await?;
+        let db = sys::open(db_name, &config).await?;
         Ok(IdbLocks {
             #[allow(clippy::arc_with_non_send_sync)]
             inner: Shared::new(Inner { db, config }),
@@ -110,6 +110,40 @@ impl IdbLocks {
     /// but wasm32.
     pub fn context_id(&self) -> Option<String> {
         Some(self.inner.db.context_id()).filter(|id| !id.is_empty())
+    }
+
+    /// Whether [`IdbLock::keep_alive`] can keep a lease of `ttl`: a renewal may take up to
+    /// the [`io_timeout`](IdbConfig::with_io_timeout), so keep-alive needs a ttl of at least
+    /// twice that (2 s with the default). Call it before acquiring a lease you mean to keep
+    /// alive, so that the ttl is refused before anything is held rather than when
+    /// keep-alive starts.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidTtl`] with [`TtlProblem::TooShortToKeepAlive`](alkstore_mem::TtlProblem)
+    /// for a shorter ttl, and with `Zero` for a zero one.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use core::time::Duration;
+    /// # async fn run(locks: alkstore_idb::IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// let ttl = Duration::from_secs(5);
+    /// locks.check_keep_alive_ttl(ttl)?; // refused here, before anything is held
+    /// if let Some(lock) = locks.try_lock("leader", "tab-1", ttl).await? {
+    ///     let lost = lock.keep_alive(Duration::ZERO).await; // only a lost lease ends it
+    ///     eprintln!("no longer leader: {lost}");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn check_keep_alive_ttl(&self, ttl: Duration) -> Result<(), LockError> {
+        if ttl.is_zero() {
+            return Err(crate::util::zero_ttl());
+        }
+        let io = self.inner.config.io_timeout();
+        if ttl < io.saturating_mul(2) {
+            return Err(crate::util::too_short_to_keep_alive(ttl, io));
+        }
+        Ok(())
     }
 
     /// The name of the IndexedDB database.

@@ -113,11 +113,16 @@ pub(crate) struct Database {
 
 impl Database {
     /// Opens (creating if needed) the database `name`.
-    pub(crate) async fn open(name: &str, io_timeout: Duration) -> Result<Rc<Self>, LockError> {
-        // Held before anything of this context is written (a starting context never looks
-        // dead), and before the connection opens (so that no transaction waits for it).
-        let presence = presence::presence(name, io_timeout.as_secs_f64() * 1000.0).await;
+    pub(crate) async fn open(
+        name: &str,
+        io_timeout: Duration,
+        hold_presence: bool,
+    ) -> Result<Rc<Self>, LockError> {
         let db = open_db(name, io_timeout).await?;
+        // Held before anything of this context is written: a starting context never looks
+        // dead.
+        let wait_ms = io_timeout.as_secs_f64() * 1000.0;
+        let presence = presence::presence(name, wait_ms, hold_presence).await;
         let channel = Channel::new(&format!("alkstore-idb:{name}"));
         presence.subscribe(channel.downgrade());
         let this = Rc::new(Database {

@@ -10,7 +10,6 @@ mod presence;
 mod txn;
 mod watchdog;
 
-use core::time::Duration;
 use std::rc::Rc;
 
 use alkstore_mem::LockError;
@@ -18,6 +17,7 @@ use alkstore_mem::LockError;
 pub(crate) use channel::Registration;
 pub(crate) use txn::TxFuture;
 
+use crate::IdbConfig;
 use crate::sys::{OnCommit, Rows, Scope};
 use crate::tx::ops::Ctx;
 
@@ -32,8 +32,9 @@ impl core::fmt::Debug for Db {
 }
 
 /// Opens (creating on first use) the database `name`.
-pub(crate) async fn open(name: &str, io_timeout: Duration) -> Result<Db, LockError> {
-    idb::Database::open(name, io_timeout).await.map(Db)
+pub(crate) async fn open(name: &str, config: &IdbConfig) -> Result<Db, LockError> {
+    let (io, presence) = (config.io_timeout(), config.presence());
+    idb::Database::open(name, io, presence).await.map(Db)
 }
 
 impl Db {

@@ -112,17 +112,20 @@ fn on_reject(promise: &Promise, f: &JsValue) {
 /// shared. Resolves once the lock is held, or at once without Web Locks. `wait_ms` bounds
 /// the wait for the grant (a fresh random name is granted at once; if it is not, the
 /// context goes on without an id, the ttl ruling its records).
-pub(crate) async fn presence(db: &str, wait_ms: f64) -> Rc<Presence> {
-    let existing = PRESENCE.with(|p| p.borrow().get(db).cloned());
+/// With `hold` false the context holds no presence lock (its records carry no id, the ttl
+/// rules them) but still tells dead contexts from live ones.
+pub(crate) async fn presence(db: &str, wait_ms: f64, hold: bool) -> Rc<Presence> {
+    let key = format!("{}{db}", if hold { "+" } else { "-" });
+    let existing = PRESENCE.with(|p| p.borrow().get(&key).cloned());
     let (presence, ready) = match existing {
         Some(found) => found,
         None => {
-            let made = make(db);
-            PRESENCE.with(|p| p.borrow_mut().insert(db.into(), made.clone()));
+            let made = make(db, hold);
+            PRESENCE.with(|p| p.borrow_mut().insert(key, made.clone()));
             made
         }
     };
-    if !presence.held.get() && presence.locks.is_some() {
+    if hold && !presence.held.get() && presence.locks.is_some() {
         let timeout = Promise::new(&mut |resolve, _| {
             let _ = set_timeout(&resolve, wait_ms);
         });
@@ -137,9 +140,9 @@ extern "C" {
     fn set_timeout(handler: &Function, millis: f64) -> JsValue;
 }
 
-fn make(db: &str) -> (Rc<Presence>, Promise) {
+fn make(db: &str, hold: bool) -> (Rc<Presence>, Promise) {
     let locks = lock_manager();
-    let id = if locks.is_some() {
+    let id = if locks.is_some() && hold {
         super::new_id()
     } else {
         String::new()
@@ -156,7 +159,7 @@ fn make(db: &str) -> (Rc<Presence>, Promise) {
     });
     let mut resolve_ready: Option<Function> = None;
     let ready = Promise::new(&mut |resolve, _| resolve_ready = Some(resolve));
-    let Some(locks) = &presence.locks else {
+    let Some(locks) = presence.locks.as_ref().filter(|_| hold) else {
         return (presence, Promise::resolve(&JsValue::TRUE));
     };
     let weak = Rc::downgrade(&presence);
