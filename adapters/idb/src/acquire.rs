@@ -5,9 +5,12 @@
 //! ticket's heartbeat, pick up a lease handed to it, or leave once the wait is over. Between
 //! steps the waiter sleeps until the first of: a wake-up naming it on the
 //! `BroadcastChannel` (a release handed it the lease, or it became first in line), its next
-//! heartbeat, the end of its wait, and, when it is first in line, the holder's deadline (a
-//! holder that went away without releasing). A lost message therefore costs at most one
-//! heartbeat, never a lease.
+//! heartbeat, the end of its wait, the death of a context it waits behind (the holder's or a
+//! waiter's ahead: each step answers their context ids, and the context keeps one waiting
+//! request on each one's presence Web Lock, granted the instant it dies, see
+//! `js/presence.rs`), and, when it is first in line, the holder's deadline (a holder that
+//! stopped without dying). A lost message therefore costs at most one heartbeat, never a
+//! lease.
 
 use core::fmt;
 use core::future::Future;

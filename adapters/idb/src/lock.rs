@@ -18,9 +18,12 @@ use crate::{BoxedFuture, IdbFuture, Shared};
 ///
 /// Dropping it releases the lease: the release transaction is sent at once and runs on its
 /// own, also when the connection was closed under the store (it is opened again first, in
-/// the background). [`detach`](Self::detach) lets the lease run to its deadline instead. A
-/// context that goes away while holding a lease (a closed tab, a terminated worker) leaves it
-/// to lapse at its deadline, when the first waiter, in whatever context, takes it.
+/// the background). [`detach`](Self::detach) lets the lease run to its deadline instead
+/// (while this context lives: dropping every store of the context does not end it). A
+/// context that dies while holding a lease (its tab closed, its worker terminated) frees it
+/// at once: the first waiter, in whatever context, takes it (a context without Web Locks, or
+/// opened with [`IdbConfig::with_presence(false)`](crate::IdbConfig::with_presence), leaves
+/// it to lapse at its deadline).
 #[must_use = "dropping an IdbLock releases it; call detach() to let the lease run to its deadline"]
 pub struct IdbLock {
     pub(crate) store: IdbLocks,

@@ -199,8 +199,11 @@ impl IdbLocks {
     /// Resolves to `Ok(Some(lock))` when granted, with a fencing token larger than any this
     /// database granted before; `Ok(None)` when a live lease holds the name (the same
     /// owner's included) or waiters are queued for it (the first of them is handed the
-    /// lease instead). The transaction is sent when this is called; dropping the future
-    /// before it resolved gives a lease it was granted back.
+    /// lease instead). A name held by a context that is dead (closed, navigated away,
+    /// crashed, terminated) is not busy: when the holder's context is not known yet, one
+    /// `navigator.locks.query()` tells, and the name is taken in a second transaction. The
+    /// transaction is sent when this is called; dropping the future before it resolved
+    /// gives a lease it was granted back.
     ///
     /// # Errors
     /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
@@ -279,9 +282,10 @@ impl IdbLocks {
     ///
     /// Waiters are served in arrival order across every tab and worker sharing the database:
     /// a release hands the lease to the first waiter inside its transaction and wakes it over
-    /// the `BroadcastChannel`, and a `try_lock` arriving in between gets `None`. The first
-    /// waiter also wakes at the holder's deadline (for a holder that went away without a
-    /// release); the others refresh their ticket every
+    /// the `BroadcastChannel`, and a `try_lock` arriving in between gets `None`. A waiter
+    /// also wakes the instant the context of the holder, or of a waiter ahead of it, dies
+    /// (see [`context_id`](Self::context_id)), and the first waiter at the holder's deadline
+    /// (for a holder that stopped without dying); the others refresh their ticket every
     /// [`waiter_heartbeat`](IdbConfig::with_waiter_heartbeat). Dropping the future leaves the
     /// queue and passes on a lease already handed to it.
     ///

@@ -17,13 +17,17 @@
 //!   it as over and their tickets as gone (see `tx/ops.rs`).
 //! - **Finding out.** An id read from a row is checked against `navigator.locks.query()`
 //!   issued after that read (a query issued before it could miss a context that was just
-//!   starting): absent from `held`, it is dead. Waiters do not poll: for each context that
-//!   stands before them (the holder's, the waiters' ahead) one waiting exclusive request on
-//!   its presence lock is made per context and database; the browser grants it the moment the
-//!   holder's context dies, the callback marks the id dead, releases at once (so a third
-//!   context's query sees it gone again), and wakes this context's waiters to look again.
-//!   Such a request stays pending as long as the context it watches lives; there is one per
-//!   foreign context, however many waiters.
+//!   starting): absent from `held` in exclusive mode, it is dead. Waiters do not poll: for
+//!   each context that stands before them (the holder's, the waiters' ahead) one waiting
+//!   request in **shared** mode on its presence lock is made per context and database; the
+//!   browser grants it, with every other context's, the moment the exclusive holder dies;
+//!   the callback marks the id dead, releases at once, and wakes this context's waiters to
+//!   look again. Shared, so that a frozen or busy watcher (granted, its callback not run yet)
+//!   delays no other watcher, and its hold never reads as the dead context's own. Such a
+//!   request stays pending as long as the context it watches lives; there is one per foreign
+//!   context, however many waiters. The watched name is the presence lock itself: its owner
+//!   took it before writing its id anywhere and never asks for it again (ids are never
+//!   reused), so a watcher can never stand in its way.
 //! - **Without Web Locks** (an insecure origin, an old browser) or if the presence lock
 //!   cannot be had, the id is empty: records carry no liveness, and the ttl and heartbeats
 //!   rule them, as before.
@@ -264,8 +268,16 @@ impl Presence {
         let Ok(held) = held.dyn_into::<Array>() else {
             return false;
         };
+        // Only an exclusive hold is the context's own: the watchers of other contexts hold
+        // the name shared, for an instant, once it is gone.
         let names: std::collections::HashSet<String> = held
             .iter()
+            .filter(|info| {
+                Reflect::get(info, &JsValue::from_str("mode"))
+                    .ok()
+                    .and_then(|m| m.as_string())
+                    .is_none_or(|m| m == "exclusive")
+            })
             .filter_map(|info| {
                 Reflect::get(&info, &JsValue::from_str("name"))
                     .ok()?
@@ -303,8 +315,11 @@ impl Presence {
                     p.wake();
                 }
             });
+            // Shared: every watcher of every context is granted together the moment the
+            // exclusive holder dies, so a frozen or busy one (whose callback cannot run yet)
+            // delays nobody else, and never shows as the context's own hold.
             let options = Object::new();
-            let _ = Reflect::set(&options, &"mode".into(), &"exclusive".into());
+            let _ = Reflect::set(&options, &"mode".into(), &"shared".into());
             match request(locks, &lock_name(&self.db, &id), &options, &granted) {
                 Some(promise) => {
                     let ignore = Closure::once_into_js(|_e: JsValue| {});
