@@ -33,7 +33,8 @@
 //!   rule them, as before.
 //! - **A page unloading for good** (`pagehide` with `persisted` false: closed, navigated
 //!   away without the back/forward cache) gives its presence lock up there and then, rather
-//!   than when the browser tears it down tens of milliseconds later. It writes no id after.
+//!   than when the browser tears it down tens of milliseconds later. It writes no id after,
+//!   and each of its stores aborts its transactions in flight (`idb.rs`).
 //! - **A stolen presence lock** (another script's `steal: true` on its name) makes this
 //!   context look dead: its leases can be taken at once (fencing refuses its late writes).
 //!   The context notices (the request's promise rejects) and writes no id from then on.

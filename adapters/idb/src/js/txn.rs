@@ -76,6 +76,14 @@ impl<R> Watched for TxState<R> {
             )))));
         }
     }
+
+    fn abandon(&self) {
+        if !self.finished.get() && self.tx.abort().is_ok() {
+            self.slot.fill(Err(TxError::failed(unavailable(
+                "the page is unloading: its transaction was aborted",
+            ))));
+        }
+    }
 }
 
 /// Wires the handler of `tx`, whose reads are `requests`; its answer goes to `slot`.
