@@ -33,6 +33,7 @@ cat >"$scratch/bin/node" <<'SH'
 case "$1" in
   *test.mjs) part=cross label="idb cross-context" ;;
   *scenarios.mjs) part=scenarios label="idb scenarios" ;;
+  *liveness.mjs) part=liveness label="idb liveness" ;;
   *demo.mjs) part=demo ;;
   *) echo "node stand-in: unexpected $*" >&2; exit 2 ;;
 esac
@@ -72,8 +73,8 @@ expect() {
     echo "$out" | sed 's/^/     | /'
   fi
 }
-# Every part passing: 5 native, 3 x 5 in a window, 3 x 5 in a worker, 7 + 7, the demo.
-expect "" 0 "test-idb: 50 passed, 0 failed"
+# Every part passing: 5 native, 3 x 5 in a window, 3 x 5 in a worker, 7 + 7 + 7, the demo.
+expect "" 0 "test-idb: 57 passed, 0 failed"
 expect native=fail fail "MARKER-native: an assertion failed"
 expect native=empty fail "native ran no test"
 expect engine_worker=fail fail "MARKER-engine_worker: an assertion failed"
@@ -81,10 +82,11 @@ expect faults_window=empty fail "faults_window ran no test"
 expect conformance_window=not-in-chrome fail "did not run in headless Chromium"
 expect cross=fail fail "MARKER-cross"
 expect cross=lying fail "no 'idb cross-context: N passed, 0 failed' line"
+expect liveness=lying fail "no 'idb liveness: N passed, 0 failed' line"
 expect scenarios=empty fail "no 'idb scenarios: N passed, 0 failed' line"
 expect demo=fail fail "demo-web: FAILED"
 if [ "$problems" -gt 0 ]; then
   echo "check-test-idb: $problems problem(s)" >&2
   exit 1
 fi
-echo "check-test-idb: 10 passed, 0 failed"
+echo "check-test-idb: 11 passed, 0 failed"

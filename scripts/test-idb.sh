@@ -7,9 +7,12 @@
 #   3. across contexts (harness/test.mjs: playwright-core on the system Chromium, pages served
 #      on 127.0.0.1:8790-8799): 2 pages and 4 dedicated workers contending, exact FIFO, and the
 #      faults (terminated holder, stalled holder fenced off, closed page's ticket skipped);
-#   4. the scenarios (harness/scenarios.mjs): clocks stepped or skewed in one context or all,
+#   4. liveness (harness/liveness.mjs): holders' tabs closed and workers terminated, dead
+#      waiters, tabs closed right after sending acquire, 20 of each, taken over long before the
+#      ttl (the figures printed: median, p95, max from the death to the grant elsewhere);
+#   5. the scenarios (harness/scenarios.mjs): clocks stepped or skewed in one context or all,
 #      handles and dropped futures, heavier contention, faults, hostile rows, messages and names;
-#   5. the demo page, run headless, its outcome checked.
+#   6. the demo page, run headless, its outcome checked.
 # Every part runs with its output in a log: a part that fails, or that ran no test, stops the
 # run with its log shown. Fails loudly when a browser, driver or harness piece is missing.
 set -euo pipefail
@@ -83,6 +86,11 @@ echo "== alkstore-idb: across pages and workers (harness/test.mjs)"
 node_part cross "idb cross-context" scripts/idb-harness.sh test
 cross=$passed
 
+echo "== alkstore-idb: dead contexts (harness/liveness.mjs)"
+node_part liveness "idb liveness" node adapters/idb/harness/liveness.mjs target/idb-www/pkg
+grep -E ' kills, median ' "$log/liveness" || true
+liveness=$passed
+
 echo "== alkstore-idb: scenarios (harness/scenarios.mjs)"
 node_part scenarios "idb scenarios" node adapters/idb/harness/scenarios.mjs target/idb-www/pkg
 scenarios=$passed
@@ -92,6 +100,6 @@ run demo node adapters/idb/harness/demo.mjs target/idb-www/pkg --two-tabs
 grep -q '^demo-web: ok' "$log/demo" || fail "$log/demo" "the demo did not report 'demo-web: ok'"
 tail -1 "$log/demo"
 
-total=$((native + window + worker + cross + scenarios + 1))
-echo "alkstore-idb: native $native, window $window, dedicated worker $worker, cross-context $cross, scenarios $scenarios, demo 1"
+total=$((native + window + worker + cross + liveness + scenarios + 1))
+echo "alkstore-idb: native $native, window $window, dedicated worker $worker, cross-context $cross, liveness $liveness, scenarios $scenarios, demo 1"
 echo "test-idb: $total passed, 0 failed"

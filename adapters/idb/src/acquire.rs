@@ -5,9 +5,12 @@
 //! ticket's heartbeat, pick up a lease handed to it, or leave once the wait is over. Between
 //! steps the waiter sleeps until the first of: a wake-up naming it on the
 //! `BroadcastChannel` (a release handed it the lease, or it became first in line), its next
-//! heartbeat, the end of its wait, and, when it is first in line, the holder's deadline (a
-//! holder that went away without releasing). A lost message therefore costs at most one
-//! heartbeat, never a lease.
+//! heartbeat, the end of its wait, the death of a context it waits behind (the holder's or a
+//! waiter's ahead: each step answers their context ids, and the context keeps one waiting
+//! request on each one's presence Web Lock, granted the instant it dies, see
+//! `js/presence.rs`), and, when it is first in line, the holder's deadline (a holder that
+//! stopped without dying). A lost message therefore costs at most one heartbeat, never a
+//! lease.
 
 use core::fmt;
 use core::future::Future;
@@ -126,14 +129,19 @@ async fn wait_for(
             wait_until,
             heartbeat: heartbeat_us.saturating_mul(3),
         };
-        let (stepped, now) = store
+        let (stepped, now, ahead) = store
             .on_row(&name, move |row, cx| {
                 let step = Step {
                     id: &i,
                     owner: &o,
                     ..step
                 };
-                (ops::step(row, cx, &step), cx.now)
+                let stepped = ops::step(row, cx, &step);
+                let ahead = match stepped {
+                    Stepped::Queued { .. } => ops::ahead(row, cx, &i),
+                    _ => Vec::new(),
+                };
+                (stepped, cx.now, ahead)
             })
             .await?;
         match stepped {
@@ -153,6 +161,9 @@ async fn wait_for(
                 return Ok(None);
             }
             Stepped::Queued { head_deadline } => {
+                // Woken as soon as a context it waits behind dies (its lease or its ticket
+                // is then over: the next step sees it).
+                store.inner.db.watch_contexts(&ahead);
                 let mut until = now.saturating_add(heartbeat_us);
                 if wait_until != 0 {
                     until = until.min(wait_until);

@@ -23,6 +23,7 @@ pub struct IdbConfig {
     limits: Config,
     io_timeout: Duration,
     waiter_heartbeat: Duration,
+    presence: bool,
 }
 
 impl IdbConfig {
@@ -33,6 +34,7 @@ impl IdbConfig {
             limits: Config::new(),
             io_timeout: Duration::from_secs(1),
             waiter_heartbeat: Duration::from_secs(1),
+            presence: true,
         }
     }
 
@@ -80,6 +82,26 @@ impl IdbConfig {
     pub fn with_waiter_heartbeat(mut self, period: Duration) -> Self {
         self.waiter_heartbeat = period.max(Duration::from_millis(10));
         self
+    }
+
+    /// Whether this context holds a presence Web Lock (`alkstore:ctx:<database>:<id>`) for
+    /// the database, so that other contexts take its leases and skip its tickets the moment
+    /// it dies (closed, navigated away, crashed, terminated) instead of at the ttl. Default:
+    /// `true`. Without it, its leases last their ttl after it dies and its tickets their
+    /// heartbeats; it still tells dead contexts from live ones itself.
+    ///
+    /// The cost of holding it: in Chromium a page holding a Web Lock does not enter the
+    /// back/forward cache (going back reloads it). A dedicated worker has no such cost.
+    #[must_use]
+    pub fn with_presence(mut self, presence: bool) -> Self {
+        self.presence = presence;
+        self
+    }
+
+    /// Whether this context holds a presence Web Lock (see
+    /// [`with_presence`](Self::with_presence)).
+    pub fn presence(&self) -> bool {
+        self.presence
     }
 
     /// The name and owner limits, as the core's [`Config`] (its `max_locks` is not used).

@@ -6,7 +6,6 @@ use core::future::{Future, pending};
 use core::marker::PhantomData;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use core::time::Duration;
 
 use alkstore_mem::LockError;
 
@@ -24,7 +23,7 @@ pub(crate) struct Db {
 }
 
 /// `IdbLocks::open` on the host: always `Unavailable`.
-pub(crate) async fn open(name: &str, _io_timeout: Duration) -> Result<Db, LockError> {
+pub(crate) async fn open(name: &str, _config: &crate::IdbConfig) -> Result<Db, LockError> {
     Err(unavailable(format!("{NO_INDEXEDDB} to open {name:?}")))
 }
 
@@ -67,6 +66,16 @@ impl Db {
 
     pub(crate) fn generation(&self) -> u64 {
         0
+    }
+
+    pub(crate) async fn confirm_dead(&self, _ids: Vec<String>) -> bool {
+        false
+    }
+
+    pub(crate) fn watch_contexts(&self, _ids: &[String]) {}
+
+    pub(crate) fn context_id(&self) -> String {
+        String::new()
     }
 }
 

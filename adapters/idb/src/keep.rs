@@ -28,9 +28,11 @@ enum Seen {
 impl IdbLock {
     /// Renews the lease to its [`ttl`](Self::ttl) while it is polled, and resolves only when
     /// the lease is lost, with the reason: [`LockError::Expired`] once a renewal is refused
-    /// (lapsed, force-released, taken over by a context whose clock is ahead, gone with a
-    /// deleted database) or cannot finish before the deadline; [`LockError::Unavailable`]
-    /// when IndexedDB failed for good (a row it cannot read, quota). A renewal that timed
+    /// (lapsed, force-released, taken over by a context whose clock is ahead, or because this
+    /// context looked dead to another: its presence Web Lock was taken) or cannot finish
+    /// before the deadline; [`LockError::Unavailable`] when IndexedDB failed for good (a row
+    /// it cannot read, quota) or the lease went with its database (deleted or upgraded by
+    /// another connection: the message says so). A renewal that timed
     /// out (another context stalled the origin) is sent again while the deadline allows, so
     /// a stall shorter than the remaining lease costs nothing. Race it against the work,
     /// which may keep reading [`token`](Self::token) and [`deadline`](Self::deadline)
@@ -40,7 +42,11 @@ impl IdbLock {
     /// means a third of the ttl, and anything above half the ttl is clamped to half (so that
     /// a typo cannot turn keep-alive off). A renewal may take up to the
     /// [`io_timeout`](crate::IdbConfig::with_io_timeout): a ttl below twice the io_timeout
-    /// is refused at the first poll with `InvalidTtl`.
+    /// is refused at the first poll with `InvalidTtl` (also later, if a
+    /// [`renew`](Self::renew) shortened the ttl below it). That is a mistake in the caller,
+    /// not a lost lease: [`try_keep_alive`](Self::try_keep_alive) refuses it when called, and
+    /// [`IdbLocks::check_keep_alive_ttl`](crate::IdbLocks::check_keep_alive_ttl) before
+    /// anything is acquired.
     ///
     /// # Example
     /// ```no_run
@@ -89,7 +95,7 @@ impl IdbLock {
                 // Due: renew, but never wait past the deadline for the answer.
                 match race(self.renewal(ttl), sleep_us(deadline - now)).await {
                     Either::Left(Ok(Ok(_))) => {}
-                    Either::Left(Ok(Err(now))) => return self.expired(now),
+                    Either::Left(Ok(Err(now))) => return self.lost(now),
                     // Timed out (aborted: it changed nothing): again, while the deadline
                     // allows (the race above ends at the deadline).
                     Either::Left(Err(e)) if e.timed_out => {}
@@ -100,14 +106,38 @@ impl IdbLock {
         })
     }
 
+    /// [`keep_alive`](Self::keep_alive), with its ttl checked now: `Err(InvalidTtl)` at the
+    /// call, never as the future's outcome, when the lease's [`ttl`](Self::ttl) is below twice
+    /// the [`io_timeout`](crate::IdbConfig::with_io_timeout); otherwise the future, which then
+    /// resolves only when the lease is lost (or a later `renew` shortened the ttl below that).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidTtl`] with [`TtlProblem::TooShortToKeepAlive`](alkstore_mem::TtlProblem).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use core::time::Duration;
+    /// # async fn run(lock: alkstore_idb::IdbLock) -> Result<(), alkstore_idb::LockError> {
+    /// let alive = lock.try_keep_alive(Duration::ZERO)?; // refused here, not later
+    /// let lost = alive.await; // only when the lease is lost
+    /// eprintln!("lost: {lost}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn try_keep_alive(&self, every: Duration) -> Result<IdbKeepAlive<'_>, LockError> {
+        self.store.check_keep_alive_ttl(self.ttl())?;
+        Ok(self.keep_alive(every))
+    }
+
     /// Resolves once the lease is no longer held, with the reason as
     /// [`LockError::Expired`]: at the deadline on this context's estimate of the engine's
     /// clock (renewals push it out; the estimate runs on the monotonic clock from the last
     /// transaction, so a system clock stepping back does not delay it), or as soon as it
     /// learns the lease is gone: another context force-released it or found it lapsed (told
     /// over the `BroadcastChannel`), the connection was closed under the store (the database
-    /// may have been deleted: it looks), or a renewal or [`is_held`](Self::is_held) already
-    /// found it gone. Between those moments it needs no transaction: time alone says so.
+    /// may have been deleted: it looks, and a lease gone with its database ends this with
+    /// `Unavailable` saying so), or a renewal or [`is_held`](Self::is_held) already found
+    /// it gone. Between those moments it needs no transaction: time alone says so.
     ///
     /// # Example
     /// ```no_run
@@ -150,7 +180,7 @@ impl IdbLock {
     /// that fails is not tried again before the next wake-up).
     async fn recheck(&self) -> Seen {
         if self.lease.lost.load(Ordering::Relaxed) {
-            return Seen::Lost(self.expired(self.store.now_us()));
+            return Seen::Lost(self.lost(self.store.now_us()));
         }
         let generation = self.store.inner.db.generation();
         if self.lease.generation.swap(generation, Ordering::Relaxed) != generation {
@@ -163,7 +193,7 @@ impl IdbLock {
     /// live, and the deadline still bounds the wait.
     async fn look_now(&self) -> Seen {
         match self.look().await {
-            Ok(false) => Seen::Lost(self.expired(self.store.now_us())),
+            Ok(false) => Seen::Lost(self.lost(self.store.now_us())),
             Ok(true) | Err(_) => Seen::Live,
         }
     }

@@ -26,14 +26,22 @@
 //! - **Waiting** is FIFO across contexts with direct hand-off: each name's row keeps a queue
 //!   of tickets; a release writes the lease straight to the first live ticket and wakes its
 //!   context over a `BroadcastChannel`; `try_lock` cannot barge. Every ticket has a
-//!   heartbeat: a closed tab's or terminated worker's ticket is skipped after three missed
-//!   heartbeats, and dropped from the row by its next write. The first waiter also sleeps to
-//!   the holder's deadline, so a holder that died silently costs its ttl, not more. A name's
-//!   queue holds at most 256 tickets. See [`IdbAcquire`].
+//!   heartbeat, and is dropped from the row by its next write once it missed three. The
+//!   first waiter also sleeps to the holder's deadline, so a holder that stopped without
+//!   dying (frozen, busy) costs its ttl, not more. A name's queue holds at most 256 tickets.
+//!   See [`IdbAcquire`].
+//! - **A dead context frees its locks at once**, as with Web Locks: every context holds a
+//!   presence Web Lock (`alkstore:ctx:<database>:<id>`) for its life and records its id in
+//!   its leases and tickets; the browser drops the lock when the context dies (closed,
+//!   navigated away, crashed, terminated), and other contexts then take its leases and skip
+//!   its tickets without waiting for the ttl or the heartbeats (a waiting request on the
+//!   presence lock wakes the waiters behind it the instant it dies). A frozen or busy
+//!   context is not dead: the ttl rules it, and fencing stops its late writes. See
+//!   [`IdbLocks::context_id`] and [`IdbConfig::with_presence`].
 //! - **Holders are told** when their lease ends elsewhere: [`IdbLock::lapsed`] and
 //!   [`IdbLock::keep_alive`] end with `Expired` as soon as another context force-releases
 //!   the lease or finds it lapsed (over the `BroadcastChannel`), or the database is deleted
-//!   under the store; a renewal applies its answer to the handle when it commits, even when
+//!   under the store (then with `Unavailable` saying so); a renewal applies its answer to the handle when it commits, even when
 //!   its future was dropped, so [`IdbLocks::holder`] always equals [`IdbLock::info`].
 //! - **Failures** are [`LockError::Unavailable`], never a panic and never a lock believed held
 //!   that is not: IndexedDB absent or forbidden (some private modes, opaque origins, storage
@@ -90,7 +98,7 @@
 //! `alkstore-mem` (the contract, its checks and errors, [`alkstore_mem::Fence`]) and
 //! `alkstore-mem-web` (the browser's timers and `performance.now()`, in windows and workers
 //! alike); `wasm-bindgen`, `js-sys` and `web-sys` (IndexedDB, BroadcastChannel: stable APIs
-//! only) on wasm32.
+//! only; Web Locks through `js_sys::Reflect`) on wasm32.
 //!
 //! # On other targets
 //! The crate compiles on every target (for docs.rs, rust-analyzer and `cargo check` of code

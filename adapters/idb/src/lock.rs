@@ -18,9 +18,12 @@ use crate::{BoxedFuture, IdbFuture, Shared};
 ///
 /// Dropping it releases the lease: the release transaction is sent at once and runs on its
 /// own, also when the connection was closed under the store (it is opened again first, in
-/// the background). [`detach`](Self::detach) lets the lease run to its deadline instead. A
-/// context that goes away while holding a lease (a closed tab, a terminated worker) leaves it
-/// to lapse at its deadline, when the first waiter, in whatever context, takes it.
+/// the background). [`detach`](Self::detach) lets the lease run to its deadline instead
+/// (while this context lives: dropping every store of the context does not end it). A
+/// context that dies while holding a lease (its tab closed, its worker terminated) frees it
+/// at once: the first waiter, in whatever context, takes it (a context without Web Locks, or
+/// opened with [`IdbConfig::with_presence(false)`](crate::IdbConfig::with_presence), leaves
+/// it to lapse at its deadline).
 #[must_use = "dropping an IdbLock releases it; call detach() to let the lease run to its deadline"]
 pub struct IdbLock {
     pub(crate) store: IdbLocks,
@@ -44,6 +47,9 @@ pub(crate) struct LeaseState {
     pub(crate) lost: AtomicBool,
     /// The store's connection generation this handle last looked at the database in.
     pub(crate) generation: AtomicU64,
+    /// The store's connection generation when the lease was granted: a loss found after the
+    /// browser closed that connection (the database deleted or upgraded elsewhere) says so.
+    born: u64,
 }
 
 impl LeaseState {
@@ -74,6 +80,7 @@ impl IdbLock {
             ttl_nanos: AtomicU64::new(u64::from(ttl.subsec_nanos())),
             lost: AtomicBool::new(false),
             generation: AtomicU64::new(generation),
+            born: generation,
         });
         IdbLock {
             store,
@@ -139,6 +146,24 @@ impl IdbLock {
         )
     }
 
+    /// Why the lease is gone, found at engine time `now_us`: `Expired`, or, when the browser
+    /// closed the store's connection since the grant (the database was deleted or upgraded
+    /// by another connection: site data cleared, another version of the app), `Unavailable`
+    /// saying so, rather than an `Expired` that reads as a release before the deadline.
+    pub(crate) fn lost(&self, now_us: u64) -> LockError {
+        if self.store.inner.db.generation() == self.lease.born {
+            return self.expired(now_us);
+        }
+        crate::util::unavailable(format!(
+            "the lease on lock {:?} (fencing token {}) is gone with its database: IndexedDB \
+             database {:?} was deleted or upgraded by another connection (site data cleared, \
+             or another version of the app) since the lease was granted, and no longer holds it",
+            self.name,
+            self.token,
+            self.store.database_name()
+        ))
+    }
+
     /// Whether the lease is still live now.
     ///
     /// # Errors
@@ -180,7 +205,8 @@ impl IdbLock {
     ///
     /// # Errors
     /// [`LockError::InvalidTtl`] for a zero `ttl` (nothing sent); [`LockError::Expired`] at
-    /// or after the deadline, or when the lease was lost (it stays lost);
+    /// or after the deadline, or when the lease was lost (it stays lost); `Unavailable`
+    /// saying so when it was lost with its database (deleted or upgraded elsewhere);
     /// [`LockError::Unavailable`] when the transaction fails or times out (the lease then
     /// lapses at its deadline unless a later renew succeeds).
     ///
@@ -200,7 +226,7 @@ impl IdbLock {
         BoxedFuture::new(async move {
             match renewal.await? {
                 Ok(_) => Ok(()),
-                Err(now) => Err(self.expired(now)),
+                Err(now) => Err(self.lost(now)),
             }
         })
     }

@@ -90,7 +90,7 @@ impl IdbLocks {
     /// # }
     /// ```
     pub async fn open_with(db_name: &str, config: IdbConfig) -> Result<IdbLocks, LockError> {
-        let db = sys::open(db_name, config.io_timeout()).await?;
+        let db = sys::open(db_name, &config).await?;
         Ok(IdbLocks {
             #[allow(clippy::arc_with_non_send_sync)]
             inner: Shared::new(Inner { db, config }),
@@ -100,6 +100,50 @@ impl IdbLocks {
     /// The configuration this store runs with.
     pub fn config(&self) -> &IdbConfig {
         &self.inner.config
+    }
+
+    /// This context's id in the rows of this database: every lease and ticket of this
+    /// context records it, and holds the Web Lock `alkstore:ctx:<database>:<id>` for as long
+    /// as the context lives, so that other contexts can tell when it is dead and take over at
+    /// once. `None` where Web Locks are missing (an insecure origin, an old browser) or the
+    /// lock was taken from this context: its leases then last their ttl, as on every target
+    /// but wasm32.
+    pub fn context_id(&self) -> Option<String> {
+        Some(self.inner.db.context_id()).filter(|id| !id.is_empty())
+    }
+
+    /// Whether [`IdbLock::keep_alive`] can keep a lease of `ttl`: a renewal may take up to
+    /// the [`io_timeout`](IdbConfig::with_io_timeout), so keep-alive needs a ttl of at least
+    /// twice that (2 s with the default). Call it before acquiring a lease you mean to keep
+    /// alive, so that the ttl is refused before anything is held rather than when
+    /// keep-alive starts.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidTtl`] with [`TtlProblem::TooShortToKeepAlive`](alkstore_mem::TtlProblem)
+    /// for a shorter ttl, and with `Zero` for a zero one.
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use core::time::Duration;
+    /// # async fn run(locks: alkstore_idb::IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// let ttl = Duration::from_secs(5);
+    /// locks.check_keep_alive_ttl(ttl)?; // refused here, before anything is held
+    /// if let Some(lock) = locks.try_lock("leader", "tab-1", ttl).await? {
+    ///     let lost = lock.keep_alive(Duration::ZERO).await; // only a lost lease ends it
+    ///     eprintln!("no longer leader: {lost}");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn check_keep_alive_ttl(&self, ttl: Duration) -> Result<(), LockError> {
+        if ttl.is_zero() {
+            return Err(crate::util::zero_ttl());
+        }
+        let io = self.inner.config.io_timeout();
+        if ttl < io.saturating_mul(2) {
+            return Err(crate::util::too_short_to_keep_alive(ttl, io));
+        }
+        Ok(())
     }
 
     /// The name of the IndexedDB database.
@@ -155,8 +199,11 @@ impl IdbLocks {
     /// Resolves to `Ok(Some(lock))` when granted, with a fencing token larger than any this
     /// database granted before; `Ok(None)` when a live lease holds the name (the same
     /// owner's included) or waiters are queued for it (the first of them is handed the
-    /// lease instead). The transaction is sent when this is called; dropping the future
-    /// before it resolved gives a lease it was granted back.
+    /// lease instead). A name held by a context that is dead (closed, navigated away,
+    /// crashed, terminated) is not busy: when the holder's context is not known yet, one
+    /// `navigator.locks.query()` tells, and the name is taken in a second transaction. The
+    /// transaction is sent when this is called; dropping the future before it resolved
+    /// gives a lease it was granted back.
     ///
     /// # Errors
     /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
@@ -185,27 +232,49 @@ impl IdbLocks {
         if let Err(err) = check_request(name, owner, ttl, &self.inner.config.limits()) {
             return BoxedFuture::new(ready(Err(err)));
         }
+        let first = self.send_try_lock(name, owner, ttl);
+        let (store, name, owner) = (self.clone(), name.to_owned(), owner.to_owned());
+        BoxedFuture::new(async move {
+            let (granted, holder_ctx) = match first.await? {
+                Ok(granted) => (Some(granted), String::new()),
+                Err(ctx) => (None, ctx),
+            };
+            let granted = match granted {
+                Some(granted) => Some(granted),
+                // Busy: if the holder's context is dead (its presence Web Lock gone), its
+                // lease is over: once more, knowing it.
+                None if store.inner.db.confirm_dead(vec![holder_ctx]).await => {
+                    store.send_try_lock(&name, &owner, ttl).await?.ok()
+                }
+                None => None,
+            };
+            Ok(granted.map(|g| IdbLock::new(store, name, owner, g.token, g.deadline, ttl)))
+        })
+    }
+
+    /// One try_lock transaction, sent now: the grant, or the busy holder's context id.
+    fn send_try_lock(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Result<ops::Granted, String>, LockError>> + 'static {
         let rid = sys::new_id();
         let ttl_us = micros(ttl);
         let (o, r) = (owner.to_owned(), rid.clone());
-        let tx = self.on_row(name, move |row, cx| ops::try_lock(row, cx, &o, ttl_us, &r));
+        let tx = self.on_row(name, move |row, cx| {
+            ops::try_lock(row, cx, &o, ttl_us, &r).map_err(|_| {
+                row.lease
+                    .as_ref()
+                    .map_or_else(String::new, |l| l.ctx.clone())
+            })
+        });
         let mut guard = CancelGuard::new(self, name, rid);
-        let (store, name, owner) = (self.clone(), name.to_owned(), owner.to_owned());
-        BoxedFuture::new(async move {
+        async move {
             let answer = tx.await;
             guard.disarm();
-            match answer? {
-                Ok(granted) => Ok(Some(IdbLock::new(
-                    store,
-                    name,
-                    owner,
-                    granted.token,
-                    granted.deadline,
-                    ttl,
-                ))),
-                Err(_) => Ok(None),
-            }
-        })
+            answer
+        }
     }
 
     /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded with
@@ -213,9 +282,10 @@ impl IdbLocks {
     ///
     /// Waiters are served in arrival order across every tab and worker sharing the database:
     /// a release hands the lease to the first waiter inside its transaction and wakes it over
-    /// the `BroadcastChannel`, and a `try_lock` arriving in between gets `None`. The first
-    /// waiter also wakes at the holder's deadline (for a holder that went away without a
-    /// release); the others refresh their ticket every
+    /// the `BroadcastChannel`, and a `try_lock` arriving in between gets `None`. A waiter
+    /// also wakes the instant the context of the holder, or of a waiter ahead of it, dies
+    /// (see [`context_id`](Self::context_id)), and the first waiter at the holder's deadline
+    /// (for a holder that stopped without dying); the others refresh their ticket every
     /// [`waiter_heartbeat`](IdbConfig::with_waiter_heartbeat). Dropping the future leaves the
     /// queue and passes on a lease already handed to it.
     ///
@@ -263,12 +333,17 @@ impl IdbLocks {
         if check_name(name, &self.inner.config.limits()).is_err() {
             return BoxedFuture::new(ready(Ok(None)));
         }
-        let tx = self.on_row(name, ops::holder);
-        let name = name.to_owned();
+        let (store, name) = (self.clone(), name.to_owned());
+        let first = self.on_row(&name, ops::holder);
         BoxedFuture::new(async move {
-            Ok(tx
-                .await?
-                .map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
+            let mut lease = first.await?;
+            if let Some(ctx) = lease.as_ref().map(|l| l.ctx.clone()) {
+                // A dead context's lease is over: look again, knowing it.
+                if store.inner.db.confirm_dead(vec![ctx]).await {
+                    lease = store.on_row(&name, ops::holder).await?;
+                }
+            }
+            Ok(lease.map(|l| LeaseInfo::new(&name, &l.owner, l.token, stamp(l.deadline))))
         })
     }
 
@@ -295,22 +370,13 @@ impl IdbLocks {
     /// # }
     /// ```
     pub fn snapshot(&self) -> IdbFuture<'static, Snapshot> {
-        let tx = self.inner.db.transact(Scope::All, |rows, cx| {
-            let mut held = Vec::new();
-            let mut waiting = Vec::new();
-            for (name, row) in rows.iter_mut() {
-                ops::settle(row, cx);
-                if let Some(l) = &row.lease {
-                    held.push(LeaseInfo::new(name, &l.owner, l.token, stamp(l.deadline)));
-                }
-                for ticket in ops::waiting(row, cx) {
-                    waiting.push(Waiting::new(name, &ticket.owner));
-                }
-            }
-            (held, waiting)
-        });
+        let store = self.clone();
         BoxedFuture::new(async move {
-            let ((mut held, mut waiting), _) = tx.await?;
+            let (mut held, mut waiting, contexts) = store.snapshot_tx().await?;
+            if store.inner.db.confirm_dead(contexts).await {
+                // A context in it is dead: its leases and tickets are over; look again.
+                (held, waiting, _) = store.snapshot_tx().await?;
+            }
             // By name as Rust orders strings (IndexedDB orders keys by UTF-16 code units);
             // stable, so each name's waiters keep their queue order.
             held.sort_by(|a, b| a.name().cmp(b.name()));
@@ -320,6 +386,32 @@ impl IdbLocks {
             snapshot.waiting = waiting;
             Ok(snapshot)
         })
+    }
+
+    /// One snapshot transaction: the live leases, the live waiters, and the context ids the
+    /// rows record.
+    async fn snapshot_tx(&self) -> Result<(Vec<LeaseInfo>, Vec<Waiting>, Vec<String>), LockError> {
+        let tx = self.inner.db.transact(Scope::All, |rows, cx| {
+            let mut held = Vec::new();
+            let mut waiting = Vec::new();
+            let mut contexts: Vec<String> = Vec::new();
+            for (name, row) in rows.iter_mut() {
+                ops::settle(row, cx);
+                if let Some(l) = &row.lease {
+                    held.push(LeaseInfo::new(name, &l.owner, l.token, stamp(l.deadline)));
+                }
+                for ticket in ops::waiting(row, cx) {
+                    waiting.push(Waiting::new(name, &ticket.owner));
+                }
+                for ctx in ops::contexts(row) {
+                    if !contexts.iter().any(|c| c == ctx) {
+                        contexts.push(ctx.into());
+                    }
+                }
+            }
+            (held, waiting, contexts)
+        });
+        Ok(tx.await?.0)
     }
 
     /// Ends the live lease on `name` whoever holds it (an operator's tool), and returns the

@@ -44,6 +44,12 @@ impl Locks {
             .map_err(err)
     }
 
+    /// This context's id in the rows (`null` without Web Locks).
+    #[wasm_bindgen(js_name = contextId)]
+    pub fn context_id(&self) -> Option<String> {
+        self.0.context_id()
+    }
+
     /// `try_lock`: a `Lock` or `null`.
     #[wasm_bindgen(js_name = tryLock)]
     pub fn try_lock(&self, name: String, owner: String, ttl_ms: f64) -> Promise {

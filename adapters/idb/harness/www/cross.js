@@ -132,6 +132,21 @@ export async function holdAndStall(env, { db, name, me, ttlMs, stallMs }) {
   return { got, lateWrite, released, stalledUntil: now() };
 }
 
+// Opens the store and sends an acquire for `name` without waiting for its answer (the
+// context is about to be closed or terminated): answers when it was sent.
+const sent = [];
+export async function sendAcquire(env, { db, name, me, ttlMs, heartbeatMs }) {
+  const l = await locks(db, heartbeatMs);
+  const at = now();
+  sent.push(l.acquire(name, me, ttlMs));
+  return { at };
+}
+
+// This context's id in the database's rows (null without Web Locks).
+export async function contextId(env, { db, heartbeatMs }) {
+  return (await locks(db, heartbeatMs)).contextId();
+}
+
 export async function holder(env, { db, name }) {
   return await (await locks(db)).holder(name);
 }

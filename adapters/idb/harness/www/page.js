@@ -37,5 +37,6 @@ window.call = (label, fn, args) => new Promise((resolve, reject) => {
   calls.set(id, { resolve, reject });
   worker.postMessage({ id, fn, args });
 });
-window.terminate = (label) => { workers.get(label).worker.terminate(); workers.delete(label); };
+// Terminates the worker; answers when (this page's clock, ms since the epoch).
+window.terminate = (label) => { const at = scenarios.now(); workers.get(label).worker.terminate(); workers.delete(label); return at; };
 window.ready = true;

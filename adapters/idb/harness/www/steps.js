@@ -34,6 +34,27 @@ export async function tryLock(a) {
   } catch (e) { return { error: errText(e), t0, t1: wall() }; }
 }
 
+// `n` try_lock + release cycles on `name`, each timed (ms), and a 10 ms timer's lateness
+// measured alongside: what a context's own operations cost while something else loads it.
+export async function cycleTimes(a) {
+  const l = await locks(a);
+  const cycles = [];
+  const t0 = wall();
+  const errors = [];
+  for (let i = 0; i < a.n; i++) {
+    const t = performance.now();
+    try {
+      const lock = await l.tryLock(a.name, a.owner, a.ttl);
+      if (lock === null) throw new Error(`cycleTimes: ${a.name} busy`);
+      await lock.release();
+    } catch (e) {
+      errors.push(errText(e));
+    }
+    cycles.push(performance.now() - t);
+  }
+  return { cycles, errors, t0, t1: wall() };
+}
+
 export async function tryLockDropped(a) {
   const l = await locks(a);
   return { ready: l.tryLockDropped(a.name, a.owner, a.ttl, a.polls) };

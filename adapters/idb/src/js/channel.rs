@@ -75,6 +75,31 @@ impl Sleepers {
             s.notify.wake();
         }
     }
+
+    /// Wakes the waiting `acquire`s (the sleepers that watch no lease).
+    fn wake_waiters(&self) {
+        for s in self.list.iter().filter(|s| s.token.is_none()) {
+            s.notify.wake();
+        }
+    }
+}
+
+/// A channel that does not keep its store alive (held by the context's presence).
+#[derive(Clone)]
+pub(crate) struct WeakChannel(std::rc::Weak<Inner>);
+
+impl WeakChannel {
+    /// Whether its store still exists.
+    pub(crate) fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// Wakes its waiting `acquire`s (a context they wait behind died).
+    pub(crate) fn wake_waiters(&self) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.sleepers.borrow().wake_waiters();
+        }
+    }
 }
 
 struct Inner {
@@ -116,6 +141,11 @@ impl Channel {
             sleepers,
             _on_message: on_message,
         }))
+    }
+
+    /// A handle that does not keep the channel open.
+    pub(crate) fn downgrade(&self) -> WeakChannel {
+        WeakChannel(Rc::downgrade(&self.0))
     }
 
     fn send(&self, message: &str) {

@@ -64,6 +64,14 @@ fn number(obj: &JsValue, key: &'static str) -> Result<u64, String> {
     Ok(n as u64)
 }
 
+/// An optional string field: missing (a row written before it existed) reads as empty.
+fn opt_string(obj: &JsValue, key: &'static str) -> Result<String, String> {
+    if get(obj, key).is_undefined() {
+        return Ok(String::new());
+    }
+    string(obj, key)
+}
+
 fn boolean(obj: &JsValue, key: &'static str) -> Result<bool, String> {
     get(obj, key)
         .as_bool()
@@ -90,6 +98,7 @@ pub(crate) fn decode_row(value: &JsValue) -> Result<Row, String> {
             grantee: string(&lease, "grantee")?,
             claimed: boolean(&lease, "claimed")?,
             pickup_by: number(&lease, "pickupBy")?,
+            ctx: opt_string(&lease, "ctx")?,
         })
     };
     let queue = get(value, "queue");
@@ -110,6 +119,7 @@ pub(crate) fn decode_row(value: &JsValue) -> Result<Row, String> {
             ttl: number(&t, "ttl")?,
             wait_until: number(&t, "waitUntil")?,
             heartbeat_until: number(&t, "heartbeatUntil")?,
+            ctx: opt_string(&t, "ctx")?,
         });
     }
     Ok(Row {
@@ -131,6 +141,9 @@ pub(crate) fn encode_row(name: &str, row: &Row) -> JsValue {
         set(&lease, "grantee", &JsValue::from_str(&l.grantee));
         set(&lease, "claimed", &JsValue::from_bool(l.claimed));
         set(&lease, "pickupBy", &num(l.pickup_by));
+        if !l.ctx.is_empty() {
+            set(&lease, "ctx", &JsValue::from_str(&l.ctx));
+        }
         set(&obj, "lease", &lease);
     }
     let queue = Array::new();
@@ -141,6 +154,9 @@ pub(crate) fn encode_row(name: &str, row: &Row) -> JsValue {
         set(&ticket, "ttl", &num(t.ttl));
         set(&ticket, "waitUntil", &num(t.wait_until));
         set(&ticket, "heartbeatUntil", &num(t.heartbeat_until));
+        if !t.ctx.is_empty() {
+            set(&ticket, "ctx", &JsValue::from_str(&t.ctx));
+        }
         queue.push(&ticket);
     }
     set(&obj, "queue", &queue);

@@ -18,6 +18,7 @@ use super::channel::Channel;
 use super::clock::EngineClock;
 use super::codec;
 use super::open::open_db;
+use super::presence::{self, Presence};
 use super::txn::{self, Job, TxFuture};
 use super::watchdog::{Watchdog, Watched};
 use crate::sys::{Answer, Scope, TxError};
@@ -92,6 +93,8 @@ pub(crate) struct Database {
     pub(crate) io_timeout: Duration,
     pub(crate) channel: Channel,
     pub(crate) clock: Rc<EngineClock>,
+    /// This context's presence Web Lock for the database, and the contexts known dead.
+    pub(crate) presence: Rc<Presence>,
     db: RefCell<Option<IdbDatabase>>,
     /// Transactions made while the connection is being opened again, in call order: they
     /// are sent, in that order, as soon as it is open (whether or not anyone polls them).
@@ -106,16 +109,29 @@ pub(crate) struct Database {
     clock_key: JsValue,
     /// Closes the connection when another one wants to upgrade or delete the database.
     on_close: RefCell<Option<Handler>>,
+    /// In a window: aborts the transactions in flight when the page unloads for good.
+    on_unload: RefCell<Option<Handler>>,
 }
 
 impl Database {
     /// Opens (creating if needed) the database `name`.
-    pub(crate) async fn open(name: &str, io_timeout: Duration) -> Result<Rc<Self>, LockError> {
+    pub(crate) async fn open(
+        name: &str,
+        io_timeout: Duration,
+        hold_presence: bool,
+    ) -> Result<Rc<Self>, LockError> {
         let db = open_db(name, io_timeout).await?;
+        // Held before anything of this context is written: a starting context never looks
+        // dead.
+        let wait_ms = io_timeout.as_secs_f64() * 1000.0;
+        let presence = presence::presence(name, wait_ms, hold_presence).await;
+        let channel = Channel::new(&format!("alkstore-idb:{name}"));
+        presence.subscribe(channel.downgrade());
         let this = Rc::new(Database {
             name: name.into(),
             io_timeout,
-            channel: Channel::new(&format!("alkstore-idb:{name}")),
+            channel,
+            presence,
             clock: Rc::new(EngineClock::new()),
             db: RefCell::new(None),
             waiting: RefCell::new(Vec::new()),
@@ -125,9 +141,43 @@ impl Database {
             stores: Array::of2(&JsValue::from_str(LOCKS), &JsValue::from_str(META)),
             clock_key: JsValue::from_str(codec::CLOCK),
             on_close: RefCell::new(None),
+            on_unload: RefCell::new(None),
         });
         this.install(db);
+        this.abort_on_unload();
         Ok(this)
+    }
+
+    /// In a window: when the page unloads for good (`pagehide`, `persisted` false: closed,
+    /// navigated away without the back/forward cache), aborts this store's transactions in
+    /// flight. One that is still running holds the database for every other context of the
+    /// origin until the browser tears the page down, tens of milliseconds later; its answer
+    /// would never be read. A page entering the back/forward cache keeps them.
+    fn abort_on_unload(self: &Rc<Self>) {
+        let global = js_sys::global();
+        if !js_sys::Reflect::has(&global, &JsValue::from_str("onpagehide")).unwrap_or(false) {
+            return; // a worker
+        }
+        let Ok(target) = global.dyn_into::<web_sys::EventTarget>() else {
+            return;
+        };
+        let weak: Weak<Self> = Rc::downgrade(self);
+        let handler = Closure::<dyn FnMut(Event)>::new(move |event: Event| {
+            let persisted = js_sys::Reflect::get(&event, &JsValue::from_str("persisted"))
+                .ok()
+                .and_then(|p| p.as_bool())
+                .unwrap_or(false);
+            if let (false, Some(this)) = (persisted, weak.upgrade()) {
+                this.watchdog.abandon_all();
+            }
+        });
+        let f = handler.as_ref().unchecked_ref();
+        if target
+            .add_event_listener_with_callback("pagehide", f)
+            .is_ok()
+        {
+            *self.on_unload.borrow_mut() = Some(handler);
+        }
     }
 
     fn install(self: &Rc<Self>, db: IdbDatabase) {
@@ -186,7 +236,7 @@ impl Database {
         match self.send_reads(db, &job.scope) {
             Ok((tx, requests)) => {
                 let io = self.io_timeout;
-                let state = txn::run(tx, job, requests, slot, &self.channel, &self.clock, io);
+                let state = txn::run(tx, job, requests, slot, self);
                 let state: Rc<dyn Watched> = state;
                 self.watchdog
                     .watch(io.as_secs_f64() * 1000.0, Rc::downgrade(&state));
@@ -278,6 +328,12 @@ impl Drop for Database {
     fn drop(&mut self) {
         if let Some(db) = self.db.get_mut().take() {
             forget(&db);
+        }
+        if let Some(handler) = self.on_unload.get_mut().take() {
+            if let Ok(target) = js_sys::global().dyn_into::<web_sys::EventTarget>() {
+                let f = handler.as_ref().unchecked_ref();
+                let _ = target.remove_event_listener_with_callback("pagehide", f);
+            }
         }
     }
 }

@@ -6,10 +6,10 @@ mod clock;
 mod codec;
 mod idb;
 mod open;
+mod presence;
 mod txn;
 mod watchdog;
 
-use core::time::Duration;
 use std::rc::Rc;
 
 use alkstore_mem::LockError;
@@ -17,6 +17,7 @@ use alkstore_mem::LockError;
 pub(crate) use channel::Registration;
 pub(crate) use txn::TxFuture;
 
+use crate::IdbConfig;
 use crate::sys::{OnCommit, Rows, Scope};
 use crate::tx::ops::Ctx;
 
@@ -31,8 +32,9 @@ impl core::fmt::Debug for Db {
 }
 
 /// Opens (creating on first use) the database `name`.
-pub(crate) async fn open(name: &str, io_timeout: Duration) -> Result<Db, LockError> {
-    idb::Database::open(name, io_timeout).await.map(Db)
+pub(crate) async fn open(name: &str, config: &IdbConfig) -> Result<Db, LockError> {
+    let (io, presence) = (config.io_timeout(), config.presence());
+    idb::Database::open(name, io, presence).await.map(Db)
 }
 
 impl Db {
@@ -85,6 +87,25 @@ impl Db {
     /// The engine's time as this context estimates it (µs).
     pub(crate) fn now_us(&self) -> u64 {
         self.0.clock.now_us()
+    }
+
+    /// Checks the contexts `ids` (read from rows before this call) against the browser's
+    /// Web Locks: `true` when one of them is dead (it is known dead from now on).
+    pub(crate) async fn confirm_dead(&self, ids: Vec<String>) -> bool {
+        self.0
+            .presence
+            .confirm(ids.iter().map(String::as_str))
+            .await
+    }
+
+    /// Wakes this context's waiters as soon as one of the contexts `ids` dies.
+    pub(crate) fn watch_contexts(&self, ids: &[String]) {
+        self.0.presence.watch(ids.iter().map(String::as_str));
+    }
+
+    /// This context's id in the rows (empty: it holds no presence lock).
+    pub(crate) fn context_id(&self) -> String {
+        self.0.presence.me().to_owned()
     }
 
     /// How many connections the browser closed under this store so far.

@@ -16,7 +16,8 @@ use web_sys::{Event, IdbRequest, IdbTransaction};
 use super::channel::Channel;
 use super::clock::EngineClock;
 use super::codec;
-use super::idb::{Handler, LOCKS, META, Slot, describe};
+use super::idb::{Database, Handler, LOCKS, META, Slot, describe};
+use super::presence::Presence;
 use super::watchdog::Watched;
 use crate::sys::{Answer, OnCommit, Reading, Rows, Scope, TxError};
 use crate::tx::ops::{Ctx, Notice};
@@ -48,6 +49,7 @@ pub(crate) struct TxState<R> {
     tx: IdbTransaction,
     io: Duration,
     clock: Rc<EngineClock>,
+    presence: Rc<Presence>,
     sent: RefCell<Option<Sent<R>>>,
     /// The body's answer, handed out once the transaction committed.
     pending: RefCell<Option<Decided<R>>>,
@@ -74,6 +76,14 @@ impl<R> Watched for TxState<R> {
             )))));
         }
     }
+
+    fn abandon(&self) {
+        if !self.finished.get() && self.tx.abort().is_ok() {
+            self.slot.fill(Err(TxError::failed(unavailable(
+                "the page is unloading: its transaction was aborted",
+            ))));
+        }
+    }
 }
 
 /// Wires the handler of `tx`, whose reads are `requests`; its answer goes to `slot`.
@@ -82,16 +92,16 @@ pub(crate) fn run<R: 'static>(
     job: Job<R>,
     requests: Vec<IdbRequest>,
     slot: Rc<Slot<Answer<R>>>,
-    channel: &Channel,
-    clock: &Rc<EngineClock>,
-    io: Duration,
+    db: &Database,
 ) -> Rc<TxState<R>> {
+    let (channel, clock, io) = (&db.channel, &db.clock, db.io_timeout);
     let last = requests.last().cloned();
     let state = Rc::new(TxState {
         slot,
         tx: tx.clone(),
         io,
         clock: Rc::clone(clock),
+        presence: Rc::clone(&db.presence),
         sent: RefCell::new(Some(Sent { job, requests })),
         pending: RefCell::new(None),
         failed: RefCell::new(None),
@@ -195,7 +205,10 @@ fn decide<R>(state: &TxState<R>, sent: Sent<R>) -> Result<(), LockError> {
         Scope::Row(name) => unavailable(format!("lock {name:?}: {why}")),
         _ => unavailable(why),
     };
-    let mut cx = Ctx::new(&mut meta, clocks).map_err(refusal)?;
+    let dead = state.presence.dead();
+    let mut cx = Ctx::new(&mut meta, clocks)
+        .map_err(refusal)?
+        .with_contexts(state.presence.me(), &dead);
     let answer = (job.body)(&mut rows, &mut cx);
     if let Some(why) = cx.refused.take() {
         return Err(refusal(why));
@@ -203,6 +216,7 @@ fn decide<R>(state: &TxState<R>, sent: Sent<R>) -> Result<(), LockError> {
     let notices = core::mem::take(&mut cx.notices);
     let (now, lapse_seen) = (cx.now, cx.lapse_seen);
     drop(cx);
+    drop(dead);
     state.clock.record(now, mono, meta.offset);
     let write_clock = meta.token != before_meta.token
         || meta.offset != before_meta.offset

@@ -28,6 +28,9 @@ pub(crate) trait Watched {
     fn finished(&self) -> bool;
     /// Its time is up: abort it if it has not committed, and answer `Unavailable`.
     fn expire(&self);
+    /// The page is unloading for good: abort it if it has not committed (so that it stops
+    /// holding the database for every other context), and answer `Unavailable`.
+    fn abandon(&self);
 }
 
 /// The transactions in flight, by deadline (ms on the monotonic clock), and the one timer.
@@ -77,6 +80,21 @@ impl Watchdog {
         drop(watched);
         if let Some(first) = first {
             self.arm(first);
+        }
+    }
+
+    /// Aborts every transaction in flight (the page is unloading for good).
+    pub(crate) fn abandon_all(&self) {
+        let live: Vec<Rc<dyn Watched>> = self
+            .watched
+            .borrow()
+            .iter()
+            .filter_map(|(_, w)| w.upgrade())
+            .filter(|tx| !tx.finished())
+            .collect();
+        // Outside the borrow: aborting runs user-visible wake-ups.
+        for tx in live {
+            tx.abandon();
         }
     }
 

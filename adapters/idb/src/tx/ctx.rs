@@ -1,7 +1,16 @@
 //! One transaction's context: its view of time (the engine's clock, the horizon, the token
 //! counter), and what it announces after it commits.
 
+use std::collections::BTreeSet;
+
 use super::row::{HORIZON, Lease, MAX_EXACT, Meta, Ticket};
+
+/// Context ids known dead: their presence Web Lock is gone (see `js/presence.rs`). A dead
+/// context never comes back (ids are never reused), so the set only grows.
+pub(crate) type Dead = BTreeSet<String>;
+
+/// No context known dead.
+static NOBODY_DEAD: Dead = BTreeSet::new();
 
 /// A message to post after the transaction commits.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +59,11 @@ pub(crate) struct Ctx<'m> {
     /// Why the transaction must not commit: it is then aborted (it changes nothing) and
     /// answers `Unavailable` with this reason.
     pub(crate) refused: Option<String>,
+    /// This context's id, written into the leases it is granted and the tickets it queues
+    /// (empty: no liveness info).
+    pub(crate) me: &'m str,
+    /// The contexts known dead: their leases are over and their tickets skipped.
+    pub(crate) dead: &'m Dead,
 }
 
 impl<'m> Ctx<'m> {
@@ -84,7 +98,33 @@ impl<'m> Ctx<'m> {
             notices: Vec::new(),
             lapse_seen: false,
             refused: None,
+            me: "",
+            dead: &NOBODY_DEAD,
         })
+    }
+
+    /// The same, deciding as context `me` and knowing the contexts in `dead` dead.
+    #[must_use]
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    pub(crate) fn with_contexts(mut self, me: &'m str, dead: &'m Dead) -> Self {
+        self.me = me;
+        self.dead = dead;
+        self
+    }
+
+    /// Whether the context `ctx` is known dead (never this one, never an unknown one).
+    pub(crate) fn is_dead(&self, ctx: &str) -> bool {
+        !ctx.is_empty() && ctx != self.me && self.dead.contains(ctx)
+    }
+
+    /// Whether `ticket` may still be served now, without noting anything.
+    pub(crate) fn servable(&self, ticket: &Ticket) -> bool {
+        ticket.alive(self.now, self.raw) && !self.is_dead(&ticket.ctx)
+    }
+
+    /// Whether `lease` is live now, without noting anything.
+    pub(crate) fn holds(&self, lease: &Lease) -> bool {
+        lease.live(self.now, self.raw) && !self.is_dead(&lease.ctx)
     }
 
     /// Refuses the transaction with `why` (the first reason given wins).
@@ -96,14 +136,14 @@ impl<'m> Ctx<'m> {
 
     /// Whether `lease` is live now; notes a lapse.
     pub(crate) fn live(&mut self, lease: &Lease) -> bool {
-        let live = lease.live(self.now, self.raw);
+        let live = self.holds(lease);
         self.lapse_seen |= !live;
         live
     }
 
     /// Whether `ticket` may still be served now; notes a lapse.
     pub(crate) fn alive(&mut self, ticket: &Ticket) -> bool {
-        let alive = ticket.alive(self.now, self.raw);
+        let alive = self.servable(ticket);
         self.lapse_seen |= !alive;
         alive
     }

@@ -4,7 +4,12 @@
 //!
 //! # The rules, in one place
 //! - **Live** means `now < deadline`, and for a hand-off not yet picked up, also that its
-//!   waiter's heartbeat has not expired (a waiter that went away never holds a name).
+//!   waiter's heartbeat has not expired (a waiter that went away never holds a name), and
+//!   that the context it was granted in is not known dead ([`Ctx::is_dead`]: its presence
+//!   Web Lock is gone). A ticket is alive while its heartbeat runs and its context is not
+//!   known dead. Every lease and ticket records the id of the context that wrote it
+//!   ([`Ctx::me`]); a record without one (an older row, a context without Web Locks) is
+//!   ruled by its deadline and heartbeat alone.
 //! - **Settling** a row comes first in every operation that writes: a lease that is no longer
 //!   live is dropped (and its holder told, over the BroadcastChannel, wherever it runs), dead
 //!   tickets (whose context stopped refreshing them, or whose wait is over) are dropped from
@@ -54,6 +59,7 @@ fn grant(
     ttl: u64,
     grantee: &str,
     pickup_by: Option<u64>,
+    ctx: &str,
 ) -> Granted {
     let token = cx.next_token();
     let deadline = cx.after(ttl);
@@ -65,6 +71,7 @@ fn grant(
         grantee: grantee.into(),
         claimed: pickup_by.is_none(),
         pickup_by: pickup_by.unwrap_or(0),
+        ctx: ctx.into(),
     });
     Granted { token, deadline }
 }
@@ -82,6 +89,7 @@ fn hand_off(row: &mut Row, cx: &mut Ctx<'_>) {
                 ticket.ttl,
                 &ticket.id,
                 Some(ticket.heartbeat_until),
+                &ticket.ctx,
             );
             cx.notices.push(Notice::Waiter(ticket.id));
             return;
@@ -111,13 +119,12 @@ pub(crate) fn settle(row: &mut Row, cx: &mut Ctx<'_>) -> bool {
 /// its wait is over), wherever it is in the queue; wakes the new head if the head went while
 /// a lease holds the name (it should sleep to the holder's deadline).
 fn prune(row: &mut Row, cx: &mut Ctx<'_>) {
-    let (now, raw) = (cx.now, cx.raw);
-    if row.queue.iter().all(|t| t.alive(now, raw)) {
+    if row.queue.iter().all(|t| cx.servable(t)) {
         return;
     }
     cx.lapse_seen = true;
-    let head_went = row.queue.first().is_some_and(|t| !t.alive(now, raw));
-    row.queue.retain(|t| t.alive(now, raw));
+    let head_went = row.queue.first().is_some_and(|t| !cx.servable(t));
+    row.queue.retain(|t| cx.servable(t));
     if head_went && row.lease.is_some() {
         poke_head(row, cx);
     }
@@ -142,7 +149,8 @@ pub(crate) fn try_lock(
     if settle(row, cx) {
         return Err(row.lease.as_ref().map_or(0, |l| l.deadline));
     }
-    Ok(grant(row, cx, owner, ttl, rid, None))
+    let me = cx.me;
+    Ok(grant(row, cx, owner, ttl, rid, None, me))
 }
 
 /// One step of a waiting `acquire`.
@@ -199,12 +207,16 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
             return Stepped::Over;
         }
         row.queue[pos].heartbeat_until = cx.raw.saturating_add(s.heartbeat);
+        if row.queue[pos].ctx != cx.me {
+            row.queue[pos].ctx = cx.me.into();
+        }
         let head_deadline = (pos == 0).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
         return Stepped::Queued { head_deadline };
     }
     // A new arrival, or a waiter whose ticket was dropped while it looked dead: the back.
     if row.lease.is_none() {
-        return Stepped::Granted(grant(row, cx, s.owner, s.ttl, s.id, None));
+        let me = cx.me;
+        return Stepped::Granted(grant(row, cx, s.owner, s.ttl, s.id, None, me));
     }
     if over {
         return Stepped::Over;
@@ -221,6 +233,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         ttl: s.ttl,
         wait_until,
         heartbeat_until: cx.raw.saturating_add(s.heartbeat),
+        ctx: cx.me.into(),
     });
     let head_deadline =
         (row.queue.len() == 1).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
@@ -272,7 +285,7 @@ pub(crate) fn renew(
 ) -> Result<u64, ()> {
     let deadline = cx.after(ttl);
     if let Some(lease) = &mut row.lease {
-        if lease.is(token, owner) && lease.live(cx.now, cx.raw) {
+        if lease.is(token, owner) && cx.holds(lease) {
             lease.deadline = deadline;
             lease.ttl = ttl;
             prune(row, cx);
@@ -309,7 +322,34 @@ pub(crate) fn force_release(row: &mut Row, cx: &mut Ctx<'_>, name: &str) -> Opti
 }
 
 /// The live waiters of a settled row, in the order they will be served.
-pub(crate) fn waiting<'r>(row: &'r Row, cx: &Ctx<'_>) -> impl Iterator<Item = &'r Ticket> {
-    let (now, raw) = (cx.now, cx.raw);
-    row.queue.iter().filter(move |t| t.alive(now, raw))
+pub(crate) fn waiting<'r>(row: &'r Row, cx: &'r Ctx<'_>) -> impl Iterator<Item = &'r Ticket> + 'r {
+    row.queue.iter().filter(move |t| cx.servable(t))
+}
+
+/// The contexts that stand before waiter `id` on a settled row: the lease's (holder or
+/// grantee) and those of the tickets ahead of it, each once, without this context's or any
+/// known dead or unknown (empty). When one of them dies the waiter should look again: it may
+/// be next, or the lease free.
+pub(crate) fn ahead(row: &Row, cx: &Ctx<'_>, id: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    let lease = row.lease.iter().map(|l| l.ctx.as_str());
+    let tickets = row
+        .queue
+        .iter()
+        .take_while(|t| t.id != id)
+        .map(|t| t.ctx.as_str());
+    for ctx in lease.chain(tickets) {
+        if !ctx.is_empty() && ctx != cx.me && !cx.is_dead(ctx) && !ids.iter().any(|c| c == ctx) {
+            ids.push(ctx.into());
+        }
+    }
+    ids
+}
+
+/// Every context id a row records (its lease's and its tickets'), for a liveness check.
+pub(crate) fn contexts<'r>(row: &'r Row) -> impl Iterator<Item = &'r str> + 'r {
+    let lease = row.lease.iter().map(|l| l.ctx.as_str());
+    lease
+        .chain(row.queue.iter().map(|t| t.ctx.as_str()))
+        .filter(|c| !c.is_empty())
 }

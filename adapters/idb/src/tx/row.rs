@@ -41,6 +41,11 @@ pub(crate) struct Lease {
     /// For a hand-off not picked up: the grantee's heartbeat expiry (raw time). A waiter
     /// that died before picking its lease up leaves it to lapse then, not at its deadline.
     pub(crate) pickup_by: u64,
+    /// The id of the context it was granted in (its holder's, or for a hand-off its
+    /// waiter's): once that context's presence Web Lock is gone (the context is dead), the
+    /// lease is over whatever its deadline. Empty: no liveness known (a context without Web
+    /// Locks, or a row written before this field existed); the deadline alone rules.
+    pub(crate) ctx: String,
 }
 
 impl Lease {
@@ -69,6 +74,9 @@ pub(crate) struct Ticket {
     /// Its heartbeat expiry on raw time: a ticket not refreshed by then belongs to a context
     /// that went away (a closed tab, a terminated worker) and is skipped.
     pub(crate) heartbeat_until: u64,
+    /// The id of the waiting context (see [`Lease::ctx`]): a dead context's ticket is skipped
+    /// at once, without waiting for its heartbeat to run out. Empty: the heartbeat alone rules.
+    pub(crate) ctx: String,
 }
 
 impl Ticket {

@@ -216,3 +216,67 @@ async fn keep_alive_refuses_a_ttl_under_twice_the_io_timeout() {
         other => panic!("expected TooShortToKeepAlive, got {other:?}"),
     }
 }
+
+#[wasm_bindgen_test]
+async fn a_ttl_keep_alive_cannot_keep_is_refused_when_asked_never_as_a_lost_lease() {
+    let config = IdbConfig::new().with_io_timeout(Duration::from_secs(1));
+    let locks = IdbLocks::open_with(&fresh_name("short-now"), config).await.unwrap();
+    let short = Duration::from_millis(1999);
+    // Before anything is acquired.
+    match locks.check_keep_alive_ttl(short) {
+        Err(LockError::InvalidTtl { problem: TtlProblem::TooShortToKeepAlive { io_timeout }, ttl }) => {
+            assert_eq!((io_timeout, ttl), (Duration::from_secs(1), short));
+        }
+        other => panic!("expected TooShortToKeepAlive, got {other:?}"),
+    }
+    assert!(matches!(
+        locks.check_keep_alive_ttl(Duration::ZERO),
+        Err(LockError::InvalidTtl { problem: TtlProblem::Zero, .. })
+    ));
+    assert!(locks.check_keep_alive_ttl(Duration::from_secs(2)).is_ok());
+    // When keep-alive is asked for, not when its future is polled.
+    let lock = locks.try_lock("job", "a", short).await.unwrap().unwrap();
+    assert!(matches!(
+        lock.try_keep_alive(Duration::ZERO),
+        Err(LockError::InvalidTtl { problem: TtlProblem::TooShortToKeepAlive { .. }, .. })
+    ));
+    lock.release().await.unwrap();
+    let lock = locks.try_lock("job", "a", Duration::from_secs(3)).await.unwrap().unwrap();
+    let alive = lock.try_keep_alive(Duration::ZERO).expect("a 3 s ttl can be kept alive");
+    let mut alive = core::pin::pin!(alive);
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(alive.as_mut().poll(&mut cx).is_pending(), "a kept lease is not lost");
+}
+
+#[wasm_bindgen_test]
+async fn every_context_records_one_id_per_database_held_as_a_web_lock_for_its_life() {
+    let name = fresh_name("presence");
+    let a = IdbLocks::open(&name).await.unwrap();
+    let b = IdbLocks::open(&name).await.unwrap();
+    let id = a.context_id().expect("Web Locks exist in Chromium windows and workers");
+    assert_eq!(b.context_id().as_deref(), Some(id.as_str()), "one id per context and database");
+    let other = IdbLocks::open(&fresh_name("presence-other")).await.unwrap();
+    assert_ne!(other.context_id().as_deref(), Some(id.as_str()));
+    // Its presence lock is held (and stays held after the stores are dropped: a detached
+    // lease still belongs to a live context).
+    drop((a, b));
+    assert!(presence_held(&format!("alkstore:ctx:{name}:{id}")).await.as_bool().unwrap());
+    // Without presence: no id, and the leases carry none (the ttl rules them).
+    let quiet = IdbLocks::open_with(&fresh_name("no-presence"), IdbConfig::new().with_presence(false))
+        .await
+        .unwrap();
+    assert_eq!(quiet.context_id(), None);
+    let lock = quiet.try_lock("job", "q", Duration::from_secs(5)).await.unwrap().unwrap();
+    assert!(lock.is_held().await.unwrap());
+}
+
+#[wasm_bindgen(inline_js = r#"
+export async function presenceHeld(name) {
+  const { held } = await navigator.locks.query();
+  return held.some((h) => h.name === name);
+}
+"#)]
+extern "C" {
+    #[wasm_bindgen(js_name = presenceHeld)]
+    async fn presence_held(name: &str) -> JsValue;
+}

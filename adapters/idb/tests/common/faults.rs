@@ -295,6 +295,14 @@ async fn lapsed_resolves_when_the_database_is_deleted_under_the_holder() {
         told.is_some(),
         "lapsed() did not resolve within 1 s although another store holds the name (it waits for the 20 s deadline)"
     );
+    // It says why: not "released or force-released before its deadline".
+    match told.unwrap() {
+        LockError::Unavailable { reason } => assert!(
+            reason.contains("gone with its database") && reason.contains("deleted or upgraded"),
+            "{reason}"
+        ),
+        other => panic!("expected the database's loss, got {other}"),
+    }
 }
 
 #[wasm_bindgen_test]
