@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-sqlite
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
@@ -28,7 +28,7 @@ clippy:
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
@@ -224,3 +224,15 @@ demo-web: idb-setup
 	@serve=; if [ "$(DEMO_SERVE)" = 1 ] || { [ "$(DEMO_SERVE)" = auto ] && [ -t 0 ]; }; then serve=--serve; fi; \
 	scripts/idb-harness.sh demo --screenshot $(DEMO_SCREENSHOT) $$serve
 ## end idb ---------------------------------------------------------------------------------
+
+## sqlite ---------------------------------------------------------------------------------
+## The SQLite engine (adapters/sqlite): no server; every test works on files in scratch
+## directories of its own (mktemp-style, under the system temp dir, removed afterwards).
+.PHONY: test-sqlite bench-sqlite demo-sqlite
+
+## test-sqlite: every SQLite suite (conformance, contract, fencing, multi-process, faults),
+## built first so that the multi-process tests start their children at once
+test-sqlite:
+	$(CARGO) test -q -p alkstore-sqlite --no-run
+	$(CARGO) test -p alkstore-sqlite
+## end sqlite ------------------------------------------------------------------------------

@@ -321,6 +321,11 @@ fn fs_type(dir: &Path) -> Option<String> {
 /// One open connection to the file, with the namespace's statements.
 pub(crate) struct Db {
     pub(crate) conn: Connection,
+    /// The file's path and identity (device, inode) when opened: an operation on a file
+    /// deleted or replaced since is refused, since other processes opening the path now
+    /// reach another file.
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
     pub(crate) sql: Sql,
     /// Set by an operation that rang a bell: the local listener is nudged after the commit.
     pub(crate) rang: bool,
@@ -415,6 +420,8 @@ impl Db {
         let ns = config.namespace();
         let db = Db {
             conn,
+            path: path.to_path_buf(),
+            identity: identity(path),
             sql: Sql::new(ns),
             rang: false,
         };
@@ -515,6 +522,12 @@ impl Db {
         op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
+        if identity(&self.path) != self.identity {
+            return Err(DbError::Other(
+                "the database file was deleted or replaced since it was opened (processes that \
+                 open its path now reach another file): open the store again",
+            ));
+        }
         wait_until(Some(until));
         let begun = self.conn.execute_batch("BEGIN IMMEDIATE");
         wait_until(None);
@@ -548,6 +561,12 @@ impl Db {
             }
         }
     }
+}
+
+/// The (device, inode) of the file at `path`, `None` when it is missing.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 /// Why opening failed.
