@@ -4,15 +4,17 @@
 //! test clock) writes its id (or `*`) into `<namespace>_bells` in its own transaction. Each
 //! process that has sleepers runs one watcher thread that notices commits to the file and
 //! delivers the new bells to its sleepers:
-//! - every millisecond it reads the 48-byte WAL-index header at the start of the `-shm` file
-//!   (one `pread`, no lock, no SQLite call): every commit changes it;
+//! - on Linux it sleeps in `poll(2)` on an inotify watch of the `-wal` file, which every
+//!   commit writes to: woken within microseconds of a commit, and not at all while nothing
+//!   commits (it also wakes every 100 ms to check that it is still wanted);
+//! - elsewhere (or when the watch cannot be set) it reads the 48-byte WAL-index header at the
+//!   start of the `-shm` file every millisecond (one `pread`, no lock, no SQLite call: every
+//!   commit changes it), and a commit made by this process nudges it at once;
 //! - every 100 ms it also asks `PRAGMA data_version` on a read connection, in case the
-//!   `-shm` file cannot be read or was replaced;
-//! - a commit made by this process nudges the thread at once.
+//!   watched file cannot be read or was replaced.
 //!
 //! Only when something changed does it read the new bells (one indexed query on a read
-//! connection; WAL readers never wait for the writer). A process that waits and sees no
-//! commit costs about a thousand `pread`s a second: well under 1% of a core.
+//! connection; WAL readers never wait for the writer).
 //!
 //! Bells can be missed (the thread restarts after an error; the table keeps the last 1000):
 //! every sleeper also wakes at its own bounded deadline, and after each (re)start every
@@ -118,13 +120,22 @@ fn watch(path: &std::path::Path, config: &SqliteConfig, tx: &mpsc::UnboundedSend
     }
     let mut slow = Instant::now();
     let mut now = [0u8; 48];
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let mut events = Events::new(std::path::Path::new(&wal));
     loop {
-        std::thread::park_timeout(POLL);
+        let mut changed = match &mut events {
+            Some(events) => events.wait(SLOW_POLL),
+            None => {
+                std::thread::park_timeout(POLL);
+                let changed = !header(&mut now) || now != seen;
+                seen = now;
+                changed
+            }
+        };
         if tx.is_closed() {
             return;
         }
-        let mut changed = !header(&mut now) || now != seen;
-        seen = now;
         if slow.elapsed() >= SLOW_POLL {
             slow = Instant::now();
             let v = data_version(&conn);
@@ -154,5 +165,69 @@ fn watch(path: &std::path::Path, config: &SqliteConfig, tx: &mpsc::UnboundedSend
                 return;
             }
         }
+    }
+}
+
+/// Commits to the file as inotify events on its `-wal` file (Linux).
+#[cfg(target_os = "linux")]
+struct Events {
+    inotify: inotify::Inotify,
+    buffer: Vec<u8>,
+}
+
+#[cfg(target_os = "linux")]
+impl Events {
+    /// A watch of `wal` (`None` when it cannot be set: then the caller polls).
+    fn new(wal: &std::path::Path) -> Option<Events> {
+        let inotify = inotify::Inotify::init().ok()?;
+        inotify
+            .watches()
+            .add(wal, inotify::WatchMask::MODIFY)
+            .ok()?;
+        Some(Events {
+            inotify,
+            buffer: vec![0; 4096],
+        })
+    }
+
+    /// Waits up to `timeout` for a commit: whether one (or more) happened.
+    fn wait(&mut self, timeout: Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut fd = libc::pollfd {
+            fd: self.inotify.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd, for the duration of the call.
+        #[allow(unsafe_code)]
+        let ready = unsafe { libc::poll(&mut fd, 1, ms) };
+        if ready <= 0 {
+            return false;
+        }
+        let mut any = false;
+        // The descriptor is non-blocking: drain what is there.
+        while let Ok(mut events) = self.inotify.read_events(&mut self.buffer) {
+            if events.next().is_none() {
+                break;
+            }
+            any = true;
+        }
+        any
+    }
+}
+
+/// No inotify here: the caller polls the WAL-index header.
+#[cfg(not(target_os = "linux"))]
+struct Events;
+
+#[cfg(not(target_os = "linux"))]
+impl Events {
+    fn new(_: &std::path::Path) -> Option<Events> {
+        None
+    }
+
+    fn wait(&mut self, _: Duration) -> bool {
+        false
     }
 }
