@@ -235,4 +235,17 @@ demo-web: idb-setup
 test-sqlite:
 	$(CARGO) test -q -p alkstore-sqlite --no-run
 	$(CARGO) test -p alkstore-sqlite
+
+## bench-sqlite: try_lock+release against a hand-rolled lease row (direct and via spawn_blocking)
+## and flock in the same run, for synchronous NORMAL and FULL, then 4 processes contending;
+## ratios printed, not asserted (BENCH_N cycles, default 3000)
+bench-sqlite:
+	$(CARGO) build --release -q -p alkstore-sqlite-tools --bin sqlite-bench
+	$(CARGO) run --release -q -p alkstore-sqlite-tools --bin sqlite-bench | tee target/bench-sqlite.md
+
+## demo-sqlite: three processes share invoice/1001 in one file that also holds the invoices
+## table; the stalled one's write is refused by the file itself (asserts the outcome)
+demo-sqlite:
+	$(CARGO) build -q -p alkstore-sqlite-tools --bin sqlite-demo
+	$(CARGO) run -q -p alkstore-sqlite-tools --bin sqlite-demo
 ## end sqlite ------------------------------------------------------------------------------
