@@ -223,9 +223,134 @@ fn contended(path: &Path, names: usize, cycles: u32) -> f64 {
     per_op(started, 4 * cycles)
 }
 
+fn wall_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// CPU time (user + system) of this process in seconds, from /proc/self/stat (at 100 Hz).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = after.split(' ').collect();
+    (f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()) as f64 / 100.0
+}
+
+/// The waiting child of the wake-up measures: `rounds` times, waits for a line on stdin, then
+/// acquires `lat` and prints the wall clock when granted; or (`idle`) waits for a lease held
+/// for an hour and prints its CPU use over `secs`.
+async fn waiter(path: &Path, mode: &str, n: u64) {
+    use std::io::BufRead;
+    let locks = alkstore_sqlite::open(path).await.unwrap();
+    if mode == "idle" {
+        let waiting = locks.acquire("idle", "child", TTL);
+        let measure = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let (cpu, t) = (cpu_seconds(), Instant::now());
+            tokio::time::sleep(Duration::from_secs(n)).await;
+            let used = cpu_seconds() - cpu;
+            println!("{}", 100.0 * used / t.elapsed().as_secs_f64());
+        };
+        tokio::select! {
+            _ = waiting => panic!("granted while measuring"),
+            () = measure => {}
+        }
+        return;
+    }
+    let mut stdin = std::io::stdin().lock().lines();
+    for _ in 0..n {
+        stdin.next().unwrap().unwrap();
+        let lock = locks.acquire("lat", "child", TTL).await.unwrap().unwrap();
+        println!("{}", wall_ns());
+        lock.release().await.unwrap();
+    }
+}
+
+/// Release in this process -> grant in another: the median, min and max over `rounds`.
+async fn wakeup_latency(path: &Path, rounds: u64) -> (Duration, Duration, Duration) {
+    use std::io::{BufRead, Write};
+    let locks = alkstore_sqlite::open(path).await.unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "waiter",
+            &path.display().to_string(),
+            "latency",
+            &rounds.to_string(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut latencies = Vec::new();
+    for _ in 0..rounds {
+        let lock = loop {
+            // The child releases right after it reports: wait for that.
+            if let Some(lock) = locks.try_lock("lat", "parent", TTL).await.unwrap() {
+                break lock;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        stdin.write_all(b"go\n").unwrap();
+        stdin.flush().unwrap();
+        while locks.snapshot().await.unwrap().waiting.is_empty() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let sent = wall_ns();
+        assert!(lock.release().await.unwrap());
+        let got: u64 = out.next().unwrap().unwrap().trim().parse().unwrap();
+        latencies.push(Duration::from_nanos(got.saturating_sub(sent)));
+    }
+    assert!(child.wait().unwrap().success());
+    latencies.sort();
+    (
+        latencies[latencies.len() / 2],
+        latencies[0],
+        latencies[latencies.len() - 1],
+    )
+}
+
+/// A process waiting (default config) behind a lease held for an hour: % of a core.
+async fn idle_cpu(path: &Path, secs: u64) -> f64 {
+    let locks = alkstore_sqlite::open(path).await.unwrap();
+    let _held = locks
+        .try_lock("idle", "parent", Duration::from_secs(3600))
+        .await
+        .unwrap()
+        .unwrap();
+    let out = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "waiter",
+            &path.display().to_string(),
+            "idle",
+            &secs.to_string(),
+        ])
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = tokio::runtime::Runtime::new().unwrap();
+    if args.get(1).map(String::as_str) == Some("waiter") {
+        runtime.block_on(waiter(
+            Path::new(&args[2]),
+            &args[3],
+            args[4].parse().unwrap(),
+        ));
+        return;
+    }
     if args.get(1).map(String::as_str) == Some("contend") {
         let (id, names, cycles) = (
             args[3].parse().unwrap(),
@@ -281,4 +406,19 @@ fn main() {
     println!("|---|---|---|");
     println!("| 1 | {one:.1} | {:.0} |", 1e6 / one);
     println!("| 4 | {four:.1} | {:.0} |", 1e6 / four);
+    println!();
+    let (median, min, max) = runtime.block_on(wakeup_latency(&dir.join("wakeup.db"), 50));
+    println!(
+        "wake-up: a release in this process -> the waiter in another process granted: median \
+         {median:?} (min {min:?}, max {max:?}, 50 rounds; the release's own transaction included)"
+    );
+    let secs = std::env::var("IDLE_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let cpu = runtime.block_on(idle_cpu(&dir.join("idle.db"), secs));
+    println!(
+        "idle: a process waiting behind a lease held for an hour (default config: 1 s heartbeat): \
+         {cpu:.2}% of a core over {secs} s (/proc/self/stat)"
+    );
 }
