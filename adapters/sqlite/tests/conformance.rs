@@ -10,10 +10,32 @@ use std::time::Duration;
 use alkstore_mem_conformance::{Engine, Limits};
 use alkstore_sqlite::{SqliteConfig, SqliteLocks};
 
-/// The SQLite engine for the suite: every `open` is a fresh file (its scratch directory is
-/// left to the OS's temp cleaning: the store may outlive the body); `advance` raises the
-/// file's clock offset and rings the `*` bell.
+/// The SQLite engine for the suite: every `open` is a fresh file in this process's scratch
+/// directory (`alkstore-sqlite-conformance-<pid>` under the temp dir: a store may outlive its
+/// body, so the files stay until the process ends; the directories of processes that ended
+/// are removed by the next run); `advance` raises the file's clock offset and rings the `*`
+/// bell.
 struct Sqlite;
+
+/// This process's scratch directory, made once (after removing those of ended processes).
+fn scratch_root() -> &'static std::path::Path {
+    static ROOT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        let prefix = "alkstore-sqlite-conformance-";
+        for entry in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix(prefix) {
+                if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
+        let root = tmp.join(format!("{prefix}{}", std::process::id()));
+        std::fs::create_dir_all(&root).expect("a scratch dir");
+        root
+    })
+}
 
 impl Engine for Sqlite {
     type Store = SqliteLocks;
@@ -22,11 +44,11 @@ impl Engine for Sqlite {
         let config = SqliteConfig::new()
             .with_max_name_len(limits.max_name_len)
             .with_max_owner_len(limits.max_owner_len);
-        let scratch = common::Scratch::new();
-        let store = common::store_in(&scratch, config).await;
-        // The file stays until the process ends (the store may outlive this call).
-        std::mem::forget(scratch);
-        store
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        alkstore_sqlite::open_with(scratch_root().join(format!("{n}.db")), config)
+            .await
+            .expect("the file opens")
     }
 
     async fn advance(&self, store: &SqliteLocks, by: Duration) {
