@@ -70,6 +70,20 @@ impl Sqlite {
     ///
     /// # Errors
     /// `LockError::Unavailable` with the reason when the file cannot keep the promise.
+    ///
+    /// # Example
+    /// ```
+    /// use alkstore_sqlite::{Sqlite, SqliteConfig, SqliteLocks};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// # let dir = std::env::temp_dir().join(format!("alkstore-sqlite-doc-engine-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// let engine = Sqlite::open(dir.join("locks.db"), SqliteConfig::new()).await?;
+    /// let locks = SqliteLocks::from_engine(engine);
+    /// assert!(locks.holder("job").await?.is_none());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), alkstore_mem::LockError>(()) }).unwrap();
+    /// ```
     pub async fn open(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Sqlite, LockError> {
         let path = path.as_ref().to_path_buf();
         let (tx, rx) = mpsc::channel::<Task>();

@@ -153,6 +153,19 @@ fn child() {
                     () = measure => {}
                 }
             }
+            "churn" => {
+                say("churning");
+                loop {
+                    if let Some(lock) = locks
+                        .try_lock("churn", "child", Duration::from_millis(500))
+                        .await
+                        .unwrap()
+                    {
+                        say(format!("token {}", lock.token()));
+                        lock.release().await.unwrap();
+                    }
+                }
+            }
             "tx" => {
                 let conn = raw(&path);
                 conn.execute_batch(
@@ -374,6 +387,42 @@ fn kill_9_in_the_middle_of_a_write_transaction_leaves_a_working_file() {
             .unwrap();
         assert_eq!(check, "ok");
         assert!(before.release().await.unwrap());
+    });
+}
+
+#[test]
+fn kill_9_during_the_engines_own_transactions_leaves_a_working_file_and_growing_tokens() {
+    let dir = Scratch::new();
+    let path = dir.file("locks.db");
+    runtime().block_on(async {
+        let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
+        let mut last = 0;
+        for round in 0..5u64 {
+            let mut churn = Proc::spawn("churn", &path, "");
+            churn.next();
+            // Somewhere in its stream of transactions.
+            let seen: u64 = churn.next().split(' ').nth(1).unwrap().parse().unwrap();
+            std::thread::sleep(Duration::from_millis(20 + 17 * round));
+            churn.kill_9();
+            assert!(seen > last);
+            let lock = locks
+                .acquire("churn", "parent", Duration::from_secs(30))
+                .timeout(Duration::from_secs(5))
+                .await
+                .unwrap()
+                .expect("granted at the latest when the dead child's lease lapses");
+            assert!(
+                lock.token() > seen,
+                "round {round}: {} after {seen}",
+                lock.token()
+            );
+            last = lock.token();
+            assert!(lock.release().await.unwrap());
+        }
+        let check: String = raw(&path)
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
     });
 }
 
