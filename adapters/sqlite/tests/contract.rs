@@ -124,6 +124,77 @@ fn open_refuses_a_read_only_file_when_permissions_apply() {
     });
 }
 
+/// `chattr +i` on `path` until dropped (root ignores permission bits, not the immutable
+/// attribute); `None` where it cannot be set.
+struct Immutable(std::path::PathBuf);
+
+impl Immutable {
+    fn set(path: &std::path::Path) -> Option<Immutable> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(path)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Immutable(path.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn open_refuses_a_read_only_file_or_directory_made_immutable() {
+    runtime().block_on(async {
+        // A directory nobody may write: a new file cannot be made, and neither can the WAL
+        // beside an existing one.
+        let dir = Scratch::new();
+        let sub = dir.file("ro");
+        std::fs::create_dir(&sub).unwrap();
+        let existing = sub.join("old.db");
+        {
+            let conn = raw(&existing);
+            conn.execute_batch("CREATE TABLE mine (x); INSERT INTO mine VALUES (1);")
+                .unwrap();
+        }
+        let Some(_guard) = Immutable::set(&sub) else {
+            eprintln!("skipped: chattr +i is not available here");
+            return;
+        };
+        let reason = open_err(&sub.join("new.db"), SqliteConfig::new()).await;
+        assert!(
+            reason.contains("cannot be opened") || reason.contains("read-only"),
+            "{reason}"
+        );
+        eprintln!("new file in a read-only directory refused: {reason}");
+        let reason = open_err(&existing, SqliteConfig::new()).await;
+        eprintln!("existing file in a read-only directory refused: {reason}");
+        assert!(
+            reason.contains("read-only")
+                || reason.contains("cannot be opened")
+                || reason.contains("unable"),
+            "{reason}"
+        );
+        drop(_guard);
+        let kept: i64 = raw(&existing)
+            .query_row("SELECT x FROM mine", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, 1, "the user's table is untouched");
+        // A file nobody may write, in a writable directory.
+        let file = dir.file("ro.db");
+        drop(alkstore_sqlite::open(&file).await.unwrap());
+        let _guard = Immutable::set(&file).expect("chattr worked on the directory");
+        let reason = open_err(&file, SqliteConfig::new()).await;
+        assert!(reason.contains("read-only"), "{reason}");
+        eprintln!("read-only file refused: {reason}");
+    });
+}
+
 #[test]
 fn sqlite_urls_and_plain_paths_reach_the_same_file() {
     runtime().block_on(async {
