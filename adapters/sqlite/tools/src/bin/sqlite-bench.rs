@@ -125,59 +125,71 @@ impl Variants {
         }
     }
 
-    async fn round(&mut self, n: u32) {
+    /// Runs `n` cycles of each variant, starting with variant `first` (the order rotates from
+    /// round to round: with `synchronous = FULL` the first one after the others' fsyncs is
+    /// measurably luckier).
+    async fn round(&mut self, n: u32, first: usize) {
         use alkstore_kit::Protocol;
-        let t = Instant::now();
-        for _ in 0..n {
-            let lock = self
-                .engine
-                .try_lock("bench", "me", TTL)
-                .await
-                .unwrap()
-                .unwrap();
-            assert!(lock.release().await.unwrap());
+        for k in 0..5 {
+            let variant = (first + k) % 5;
+            let t = Instant::now();
+            match variant {
+                0 => {
+                    for _ in 0..n {
+                        let lock = self
+                            .engine
+                            .try_lock("bench", "me", TTL)
+                            .await
+                            .unwrap()
+                            .unwrap();
+                        assert!(lock.release().await.unwrap());
+                    }
+                }
+                1 => {
+                    for _ in 0..n {
+                        let p = &self.protocol;
+                        let grant = p
+                            .try_lock("bench", "me", TTL, "r")
+                            .await
+                            .unwrap()
+                            .value
+                            .unwrap();
+                        assert!(p.release("bench", grant.token, "r").await.unwrap());
+                    }
+                }
+                2 => {
+                    for _ in 0..n {
+                        let token = self.row.try_lock("bench", "me").unwrap();
+                        assert!(self.row.release("bench", token));
+                    }
+                }
+                3 => {
+                    for _ in 0..n {
+                        let r = self.blocking.clone();
+                        let token = tokio::task::spawn_blocking(move || {
+                            r.lock().unwrap().try_lock("bench", "me")
+                        })
+                        .await
+                        .unwrap()
+                        .unwrap();
+                        let r = self.blocking.clone();
+                        let released = tokio::task::spawn_blocking(move || {
+                            r.lock().unwrap().release("bench", token)
+                        })
+                        .await
+                        .unwrap();
+                        assert!(released);
+                    }
+                }
+                _ => {
+                    for _ in 0..n {
+                        self.flock.try_lock().unwrap();
+                        self.flock.unlock().unwrap();
+                    }
+                }
+            }
+            self.spent[variant] += t.elapsed().as_secs_f64() * 1e6;
         }
-        self.spent[0] += t.elapsed().as_secs_f64() * 1e6;
-        let t = Instant::now();
-        for _ in 0..n {
-            let p = &self.protocol;
-            let grant = p
-                .try_lock("bench", "me", TTL, "r")
-                .await
-                .unwrap()
-                .value
-                .unwrap();
-            assert!(p.release("bench", grant.token, "r").await.unwrap());
-        }
-        self.spent[1] += t.elapsed().as_secs_f64() * 1e6;
-        let t = Instant::now();
-        for _ in 0..n {
-            let token = self.row.try_lock("bench", "me").unwrap();
-            assert!(self.row.release("bench", token));
-        }
-        self.spent[2] += t.elapsed().as_secs_f64() * 1e6;
-        let t = Instant::now();
-        for _ in 0..n {
-            let r = self.blocking.clone();
-            let token =
-                tokio::task::spawn_blocking(move || r.lock().unwrap().try_lock("bench", "me"))
-                    .await
-                    .unwrap()
-                    .unwrap();
-            let r = self.blocking.clone();
-            let released =
-                tokio::task::spawn_blocking(move || r.lock().unwrap().release("bench", token))
-                    .await
-                    .unwrap();
-            assert!(released);
-        }
-        self.spent[3] += t.elapsed().as_secs_f64() * 1e6;
-        let t = Instant::now();
-        for _ in 0..n {
-            self.flock.try_lock().unwrap();
-            self.flock.unlock().unwrap();
-        }
-        self.spent[4] += t.elapsed().as_secs_f64() * 1e6;
         self.cycles += n;
     }
 
@@ -367,7 +379,10 @@ fn main() {
     let scratch = alkstore_sqlite_tools::Scratch::new("bench");
     let dir = &scratch.0;
     println!("try_lock + release, µs per cycle (WAL; each variant on a file of its own; the");
-    println!("variants take turns in 10 rounds, so that other load on the machine hits all alike)");
+    println!(
+        "variants take turns in 10 rounds, in a rotating order, so that other load on the machine"
+    );
+    println!("and the disk hit all alike)");
     println!();
     println!(
         "| synchronous | cycles | alkstore-sqlite | hand-rolled row (direct) | ratio | hand-rolled row (spawn_blocking) | ratio | engine without the kit | flock | ratio |"
@@ -377,11 +392,11 @@ fn main() {
         let n = if name == "FULL" { n / 10 } else { n };
         runtime.block_on(async {
             let mut v = Variants::open(dir, sync, name).await;
-            v.round(n / 20).await; // warm-up, not counted
+            v.round(n / 20, 0).await; // warm-up, not counted
             v.spent = [0.0; 5];
             v.cycles = 0;
-            for _ in 0..10 {
-                v.round(n / 10).await;
+            for round in 0..10 {
+                v.round(n / 10, round).await;
             }
             let (ours, row, blocking) = (v.per_op(0), v.per_op(2), v.per_op(3));
             println!(
