@@ -62,8 +62,16 @@ impl Engine for Sqlite {
     }
 }
 
+/// A current-thread runtime: spawned tasks run in the order they were spawned, so a waiter's
+/// step, spawned before the settle that follows it, reaches the connection thread first (on
+/// a loaded multi-thread runtime the LIFO slot can let the settles overtake it, and then
+/// `queue` returns before the waiter is in line).
 fn run(test: impl Future<Output = ()>) {
-    common::runtime().block_on(test);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+        .block_on(test);
 }
 
 alkstore_mem_conformance::conformance_suite!(engine = Sqlite, run = run);
