@@ -304,6 +304,12 @@ const NETWORK_FS: [&str; 12] = [
 fn fs_type(dir: &Path) -> Option<String> {
     let dir = std::fs::canonicalize(dir).ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+    mount_type(&mounts, &dir)
+}
+
+/// The type of the longest mount point in `mounts` (the format of `/proc/self/mounts`) that
+/// holds `dir` (canonical).
+fn mount_type(mounts: &str, dir: &Path) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
     for line in mounts.lines() {
         let mut fields = line.split(' ');
@@ -316,6 +322,11 @@ fn fs_type(dir: &Path) -> Option<String> {
         }
     }
     best.map(|(_, kind)| kind)
+}
+
+/// Whether a file system of type `kind` cannot hold a WAL database shared by processes.
+fn is_network_fs(kind: &str) -> bool {
+    NETWORK_FS.contains(&kind)
 }
 
 /// One open connection to the file, with the namespace's statements.
@@ -358,7 +369,7 @@ impl Db {
             _ => PathBuf::from("."),
         };
         if let Some(kind) = fs_type(&dir) {
-            if NETWORK_FS.contains(&kind.as_str()) {
+            if is_network_fs(&kind) {
                 return Err(unavailable(format!(
                     "sqlite: {shown} is on a network file system ({kind}), where SQLite's WAL \
                      (shared memory beside the file) and its locks cannot work across hosts"
@@ -665,4 +676,63 @@ pub(crate) fn test_offset(conn: &Connection, sql: &Sql) -> rusqlite::Result<i64>
 #[cfg(not(feature = "test-clock"))]
 pub(crate) fn test_offset(_: &Connection, _: &Sql) -> rusqlite::Result<i64> {
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTS: &str = "\
+/dev/sda1 / ext4 rw,relatime 0 0
+server:/export /mnt/shared nfs4 rw,vers=4.2 0 0
+//nas/share /mnt/nas cifs rw 0 0
+tmpfs /mnt/shared/local tmpfs rw 0 0
+/dev/sdb1 /mnt/with\\040space ext4 rw 0 0
+";
+
+    #[test]
+    fn the_longest_mount_point_holding_the_directory_gives_its_type() {
+        let kind = |dir: &str| mount_type(MOUNTS, Path::new(dir));
+        assert_eq!(kind("/home/me").as_deref(), Some("ext4"));
+        assert_eq!(kind("/mnt/shared/app").as_deref(), Some("nfs4"));
+        assert_eq!(kind("/mnt/shared/local/x").as_deref(), Some("tmpfs"));
+        assert_eq!(kind("/mnt/nas").as_deref(), Some("cifs"));
+        assert_eq!(kind("/mnt/with space/db").as_deref(), Some("ext4"));
+        assert!(is_network_fs("nfs4") && is_network_fs("cifs") && is_network_fs("fuse.sshfs"));
+        assert!(!is_network_fs("ext4") && !is_network_fs("tmpfs") && !is_network_fs("overlay"));
+    }
+
+    #[test]
+    fn locations_accept_paths_and_sqlite_urls_and_refuse_memory() {
+        assert_eq!(parse_location("a/b.db").unwrap(), PathBuf::from("a/b.db"));
+        assert_eq!(
+            parse_location("sqlite:a/b.db").unwrap(),
+            PathBuf::from("a/b.db")
+        );
+        assert_eq!(
+            parse_location("sqlite:///abs/b.db").unwrap(),
+            PathBuf::from("/abs/b.db")
+        );
+        assert_eq!(
+            parse_location("sqlite://rel/b.db").unwrap(),
+            PathBuf::from("rel/b.db")
+        );
+        for memory in [
+            ":memory:",
+            "sqlite::memory:",
+            "",
+            "sqlite:",
+            "file::memory:?cache=shared",
+        ] {
+            assert!(parse_location(memory).is_err(), "{memory}");
+        }
+    }
+
+    #[test]
+    fn durations_are_kept_in_whole_microseconds_within_bounds() {
+        assert_eq!(duration_us(Duration::ZERO), 1);
+        assert_eq!(duration_us(Duration::from_nanos(1)), 1);
+        assert_eq!(duration_us(Duration::from_millis(1500)), 1_500_000);
+        assert_eq!(duration_us(Duration::MAX), MAX_TTL_US);
+    }
 }
