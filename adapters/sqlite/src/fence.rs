@@ -166,7 +166,9 @@ fn check(
 /// process waits (up to its `io_timeout`, then `Unavailable`; a waiting `acquire` keeps its
 /// place and retries). A transaction that stays open past the lease's deadline delays the
 /// takeover until it ends; the next grant then has a larger token. Keep guarded transactions
-/// short, and give your connection a busy timeout (`conn.busy_timeout(..)`): the engine's
+/// short (one longer than three waiter heartbeats, 3 s by default, also keeps waiters from
+/// refreshing their entries: whoever settles the name first afterwards may skip them as
+/// crashed, and they queue again at the back), and give your connection a busy timeout (`conn.busy_timeout(..)`): the engine's
 /// transactions are short, but a `BEGIN IMMEDIATE` that meets one fails at once without it.
 ///
 /// # Example
