@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-js
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-js test-sqlite
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
@@ -28,7 +28,7 @@ clippy:
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
@@ -236,3 +236,28 @@ js: idb-setup
 test-js: idb-setup
 	@scripts/test-js.sh
 ## end idb ---------------------------------------------------------------------------------
+
+## sqlite ---------------------------------------------------------------------------------
+## The SQLite engine (adapters/sqlite): no server; every test works on files in scratch
+## directories of its own (mktemp-style, under the system temp dir, removed afterwards).
+.PHONY: test-sqlite bench-sqlite demo-sqlite
+
+## test-sqlite: every SQLite suite (conformance, contract, fencing, multi-process, faults),
+## built first so that the multi-process tests start their children at once
+test-sqlite:
+	$(CARGO) test -q -p alkstore-sqlite --no-run
+	$(CARGO) test -p alkstore-sqlite
+
+## bench-sqlite: try_lock+release against a hand-rolled lease row (direct and via spawn_blocking)
+## and flock in the same run, for synchronous NORMAL and FULL, then 4 processes contending;
+## ratios printed, not asserted (BENCH_N cycles, default 3000)
+bench-sqlite:
+	$(CARGO) build --release -q -p alkstore-sqlite-tools --bin sqlite-bench
+	$(CARGO) run --release -q -p alkstore-sqlite-tools --bin sqlite-bench | tee target/bench-sqlite.md
+
+## demo-sqlite: three processes share invoice/1001 in one file that also holds the invoices
+## table; the stalled one's write is refused by the file itself (asserts the outcome)
+demo-sqlite:
+	$(CARGO) build -q -p alkstore-sqlite-tools --bin sqlite-demo
+	$(CARGO) run -q -p alkstore-sqlite-tools --bin sqlite-demo
+## end sqlite ------------------------------------------------------------------------------

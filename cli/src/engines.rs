@@ -6,12 +6,19 @@
 
 mod pg;
 mod redis;
+mod sqlite;
 
 use crate::args::Invocation;
 use crate::command::{self, Answer, Failure};
 
 /// Every scheme the tool serves, as the usage text and the error for any other list them.
-pub(crate) const SCHEMES: &[&str] = &["redis://", "redis+unix://", "postgres://", "postgresql://"];
+pub(crate) const SCHEMES: &[&str] = &[
+    "redis://",
+    "redis+unix://",
+    "postgres://",
+    "postgresql://",
+    "sqlite://",
+];
 
 /// Opens the engine `invocation.url` names and runs the command against it.
 ///
@@ -33,6 +40,10 @@ pub(crate) async fn run(invocation: &Invocation) -> Result<Answer, Failure> {
         }
         Some("postgres" | "postgresql") => {
             let (store, clock) = pg::open(url, namespace).await?;
+            command::run(&store, &clock, command, *json).await
+        }
+        Some("sqlite") => {
+            let (store, clock) = sqlite::open(url, namespace).await?;
             command::run(&store, &clock, command, *json).await
         }
         other => Err(Failure::Usage(unsupported(other))),
@@ -89,7 +100,7 @@ mod tests {
         assert_eq!(scheme("127.0.0.1:6379"), None);
         assert_eq!(
             unsupported(Some("mysql")),
-            "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql://"
+            "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql:// sqlite://"
         );
         assert!(unsupported(None).starts_with("the URL has no scheme"));
     }

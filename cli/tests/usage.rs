@@ -81,7 +81,7 @@ fn an_unsupported_scheme_is_a_usage_error_naming_the_schemes_served() {
     assert_failed(
         &run,
         2,
-        "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql://",
+        "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql:// sqlite://",
         "hunter2",
     );
     // From the environment too, and a URL with no scheme at all.

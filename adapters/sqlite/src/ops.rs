@@ -1,0 +1,573 @@
+//! The operations, each run inside one `BEGIN IMMEDIATE` transaction ([`Tx`]): SQLite's
+//! single writer serializes them with every other process's operations and with the users'
+//! fenced transactions, so each reads, decides and writes with nothing in between.
+//!
+//! # The queue rules (as on PostgreSQL, one writer instead of row locks)
+//! - A lease row exists while a name is held or has waiters; `owner` NULL: free.
+//! - A lease is live while lease time is before its deadline and it was picked up
+//!   (`claimed`), or was handed to a waiter whose heartbeat is still fresh.
+//! - Whoever finds a name's lease released or lapsed ([`Tx::settle`]) hands it in the same
+//!   transaction to the first live waiter in arrival order ([`Tx::hand_off`]): dead entries
+//!   (heartbeat or wait deadline passed) are deleted on the way; the waiter is told by a bell.
+//! - A waiter picks a handed lease up in its next step (`claimed` = 1). A hand-off that lapsed
+//!   before it came puts it back at the head of the queue.
+//! - A `try_lock` that meets a live lease or a queue gets `None`: nobody barges.
+//! - Withdrawing a request deletes its entry and ends a lease granted to it and not picked
+//!   up (it passes on); if it was first, the new first waiter is told.
+
+use alkstore_kit::{Grant, Held, Reply, Step, StepReply, WaitDeadline};
+use alkstore_mem::{LeaseInfo, Snapshot, Timestamp, Waiting};
+use rusqlite::{OptionalExtension, params};
+
+use crate::db::{Tx, duration_us};
+
+/// A lease row.
+#[derive(Clone, Debug)]
+pub(crate) struct Lease {
+    pub(crate) owner: Option<String>,
+    pub(crate) token: i64,
+    pub(crate) deadline: i64,
+    pub(crate) req: Option<String>,
+    pub(crate) claimed: bool,
+}
+
+/// A queue's first entry: id, owner, ttl, wait deadline, heartbeat expiry.
+type Head = (String, String, i64, i64, i64);
+
+/// A lease-time µs reading as the kit's timestamp (ns).
+pub(crate) fn ts(us: i64) -> Timestamp {
+    Timestamp::from_nanos(u64::try_from(us).unwrap_or(0).saturating_mul(1000))
+}
+
+/// A timestamp (ns) as lease-time µs (rounded up: a deadline is never moved earlier).
+fn us(t: Timestamp) -> i64 {
+    i64::try_from(t.as_nanos().div_ceil(1000)).unwrap_or(i64::MAX)
+}
+
+fn token_u64(token: i64) -> u64 {
+    u64::try_from(token).unwrap_or(0)
+}
+
+impl Tx<'_> {
+    fn lease(&self, name: &str) -> rusqlite::Result<Option<Lease>> {
+        self.conn
+            .prepare_cached(&self.sql.lease_get)?
+            .query_row([name], |r| {
+                Ok(Lease {
+                    owner: r.get(0)?,
+                    token: r.get(1)?,
+                    deadline: r.get(2)?,
+                    req: r.get(4)?,
+                    claimed: r.get(5)?,
+                })
+            })
+            .optional()
+    }
+
+    fn delete_lease(&self, name: &str) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached(&self.sql.lease_del)?
+            .execute([name])?;
+        Ok(())
+    }
+
+    fn waiter_alive(&self, id: &str) -> rusqlite::Result<bool> {
+        self.conn
+            .prepare_cached(&self.sql.waiter_alive)?
+            .exists(params![id, self.raw])
+    }
+
+    fn delete_waiter(&self, id: &str) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached(&self.sql.waiter_del)?
+            .execute([id])?;
+        Ok(())
+    }
+
+    fn claim(&self, name: &str) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached(&self.sql.lease_claim)?
+            .execute([name])?;
+        Ok(())
+    }
+
+    /// The first queued waiter of `name` (not handed a lease): id, owner, ttl, wd, hb.
+    fn head(&self, name: &str) -> rusqlite::Result<Option<Head>> {
+        self.conn
+            .prepare_cached(&self.sql.head)?
+            .query_row([name], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })
+            .optional()
+    }
+
+    /// Whether lease `r` is live now (see the module docs).
+    fn live(&self, r: &Lease) -> rusqlite::Result<bool> {
+        if r.owner.is_none() || self.now >= r.deadline {
+            return Ok(false);
+        }
+        if r.claimed {
+            return Ok(true);
+        }
+        self.waiter_alive(r.req.as_deref().unwrap_or(""))
+    }
+
+    /// Grants `name` to `owner` for `ttl` µs on behalf of request `req`, with a new token.
+    fn grant(
+        &mut self,
+        name: &str,
+        owner: &str,
+        ttl: i64,
+        req: &str,
+        claimed: bool,
+    ) -> rusqlite::Result<Lease> {
+        let token = self.next_token();
+        let deadline = self.now.saturating_add(ttl);
+        self.conn
+            .prepare_cached(&self.sql.lease_put)?
+            .execute(params![name, owner, token, deadline, ttl, req, claimed])?;
+        Ok(Lease {
+            owner: Some(owner.to_owned()),
+            token,
+            deadline,
+            req: Some(req.to_owned()),
+            claimed,
+        })
+    }
+
+    /// The lease of `name` is free: hands it to the first live waiter (deleting dead ones on
+    /// the way) and rings its bell. `None` when nobody waits.
+    fn hand_off(&mut self, name: &str) -> rusqlite::Result<Option<Lease>> {
+        while let Some((id, owner, ttl, wd, hb)) = self.head(name)? {
+            if hb > self.raw && (wd == 0 || self.now < wd) {
+                let lease = self.grant(name, &owner, ttl, &id, false)?;
+                self.conn
+                    .prepare_cached(&self.sql.waiter_grant)?
+                    .execute(params![id, lease.token, lease.deadline])?;
+                self.ring(&id)?;
+                return Ok(Some(lease));
+            }
+            self.delete_waiter(&id)?;
+        }
+        Ok(None)
+    }
+
+    /// Brings `name` (row `r`) up to date: a live lease stays; otherwise the name goes to the
+    /// first live waiter. The entry of a waiter that died holding an unclaimed hand-off is
+    /// deleted. The live lease, or `None` when the name is free and nobody waits.
+    fn settle(&mut self, name: &str, r: Option<Lease>) -> rusqlite::Result<Option<Lease>> {
+        if let Some(r) = r {
+            if r.owner.is_some() && !r.claimed {
+                let req = r.req.clone().unwrap_or_default();
+                if self.now < r.deadline && self.waiter_alive(&req)? {
+                    return Ok(Some(r));
+                }
+                self.conn
+                    .prepare_cached(&self.sql.waiter_del_dead)?
+                    .execute(params![req, self.raw])?;
+            } else if r.owner.is_some() && self.now < r.deadline {
+                return Ok(Some(r));
+            }
+        }
+        self.hand_off(name)
+    }
+
+    /// Writes the outcome of a settle: no live lease and nobody waiting deletes the row.
+    fn store_settled(&self, name: &str, cur: &Option<Lease>) -> rusqlite::Result<()> {
+        if cur.is_none() {
+            self.delete_lease(name)?;
+        }
+        Ok(())
+    }
+
+    /// Waiter `id` leaves the queue of `name`; the name is settled; if `id` was first, the
+    /// new first waiter is told (so that it sleeps to the holder's deadline).
+    fn leave(&mut self, name: &str, id: &str, r: Option<Lease>) -> rusqlite::Result<Option<Lease>> {
+        let head = self.head(name)?.map(|h| h.0);
+        self.delete_waiter(id)?;
+        let cur = self.settle(name, r)?;
+        if head.as_deref() == Some(id) && cur.is_some() {
+            if let Some((next, ..)) = self.head(name)? {
+                self.ring(&next)?;
+            }
+        }
+        Ok(cur)
+    }
+
+    /// `try_lock`: see [`Protocol::try_lock`](alkstore_kit::Protocol::try_lock).
+    pub(crate) fn try_lock(
+        &mut self,
+        name: &str,
+        owner: &str,
+        ttl: i64,
+        rid: &str,
+    ) -> rusqlite::Result<Reply<Option<Grant>>> {
+        let r = self.lease(name)?;
+        let cur = self.settle(name, r)?;
+        let value = match cur {
+            Some(cur) if cur.req.as_deref() == Some(rid) => Some(grant_of(&cur)),
+            Some(_) => None,
+            None => Some(grant_of(&self.grant(name, owner, ttl, rid, true)?)),
+        };
+        Ok(Reply {
+            value,
+            now: ts(self.now),
+        })
+    }
+
+    /// One step of a waiting `acquire` (see the module docs and
+    /// [`Protocol::step`](alkstore_kit::Protocol::step)).
+    pub(crate) fn step(&mut self, s: &Step<'_>) -> rusqlite::Result<StepReply> {
+        let (name, id) = (s.name, s.id);
+        let now = self.now;
+        let r = self.lease(name)?;
+        let cancelled = self
+            .conn
+            .prepare_cached(&self.sql.cancelled_get)?
+            .exists([id])?;
+        if cancelled {
+            return Ok(StepReply::Over);
+        }
+        let wd = match s.deadline {
+            WaitDeadline::Over => now,
+            WaitDeadline::Known(Some(at)) => us(at),
+            WaitDeadline::Known(None) => 0,
+            WaitDeadline::First => match s.wait_left {
+                None => 0,
+                Some(left) => now.saturating_add(duration_us(left)).max(now),
+            },
+        };
+        // A zero wait (or one whose time is up) never queues.
+        let wd = if matches!(s.wait_left, Some(left) if left.is_zero())
+            && s.deadline == WaitDeadline::First
+        {
+            now
+        } else {
+            wd
+        };
+        let over = wd != 0 && now >= wd;
+        let granted: Option<Option<i64>> = self
+            .conn
+            .prepare_cached(&self.sql.waiter_get)?
+            .query_row([id], |r| r.get(0))
+            .optional()?;
+        let queued = granted.is_some();
+        if let Some(Some(token)) = granted {
+            if let Some(r) = &r {
+                if r.owner.is_some()
+                    && r.req.as_deref() == Some(id)
+                    && r.token == token
+                    && now < r.deadline
+                {
+                    // Handed over and still live: picked up.
+                    self.delete_waiter(id)?;
+                    self.claim(name)?;
+                    return Ok(StepReply::Granted(Reply {
+                        value: grant_of(r),
+                        now: ts(now),
+                    }));
+                }
+            }
+            // The hand-off lapsed (or was force-released) before this waiter came: back to
+            // the head of the queue.
+            let min: Option<i64> = self
+                .conn
+                .prepare_cached(&self.sql.min_arrival)?
+                .query_row([name], |r| r.get(0))?;
+            let arrival = match min {
+                Some(min) => min - 1,
+                None => self.next_arrival(),
+            };
+            self.conn
+                .prepare_cached(&self.sql.waiter_requeue)?
+                .execute(params![id, arrival])?;
+        }
+        let heartbeat = self.raw.saturating_add(duration_us(s.heartbeat_expiry));
+        let cur = if queued {
+            if over {
+                let cur = self.leave(name, id, r)?;
+                self.store_settled(name, &cur)?;
+                return Ok(StepReply::Over);
+            }
+            self.conn
+                .prepare_cached(&self.sql.waiter_hb)?
+                .execute(params![id, heartbeat])?;
+            let cur = self.settle(name, r)?;
+            if let Some(c) = &cur {
+                if c.req.as_deref() == Some(id) {
+                    self.delete_waiter(id)?;
+                    self.claim(name)?;
+                    return Ok(StepReply::Granted(Reply {
+                        value: grant_of(c),
+                        now: ts(now),
+                    }));
+                }
+            }
+            cur
+        } else {
+            let cur = self.settle(name, r)?;
+            match &cur {
+                Some(c) if c.req.as_deref() == Some(id) && now < c.deadline => {
+                    // This acquire's own lease: a step run again after its reply was lost.
+                    self.claim(name)?;
+                    return Ok(StepReply::Granted(Reply {
+                        value: grant_of(c),
+                        now: ts(now),
+                    }));
+                }
+                None => {
+                    let ttl = duration_us(s.ttl);
+                    let lease = self.grant(name, s.owner, ttl, id, true)?;
+                    return Ok(StepReply::Granted(Reply {
+                        value: grant_of(&lease),
+                        now: ts(now),
+                    }));
+                }
+                Some(_) if over => return Ok(StepReply::Over),
+                Some(_) => {}
+            }
+            let arrival = self.next_arrival();
+            self.conn
+                .prepare_cached(&self.sql.waiter_add)?
+                .execute(params![
+                    id,
+                    name,
+                    arrival,
+                    s.owner,
+                    duration_us(s.ttl),
+                    wd,
+                    heartbeat
+                ])?;
+            cur
+        };
+        // Queued. Keep the row (free with a hand-off pending, or held).
+        let wait_deadline = (wd != 0).then(|| ts(wd));
+        let head_holder = match &cur {
+            Some(c) if c.owner.is_some() && now < c.deadline => {
+                let first = self.head(name)?.map(|h| h.0);
+                (first.as_deref() == Some(id)).then(|| ts(c.deadline))
+            }
+            _ => None,
+        };
+        if cur.is_none() {
+            // No lease row may be missing while a waiter is queued: keep a free one.
+            self.conn
+                .prepare_cached(&self.sql.lease_put)?
+                .execute(params![
+                    name,
+                    Option::<String>::None,
+                    0,
+                    0,
+                    0,
+                    Option::<String>::None,
+                    true
+                ])?;
+        }
+        Ok(StepReply::Queued {
+            wait_deadline,
+            head_holder,
+            now: ts(now),
+        })
+    }
+
+    /// Withdraws request `id` from `name` (see
+    /// [`Protocol::withdraw`](alkstore_kit::Protocol::withdraw)).
+    pub(crate) fn withdraw(
+        &mut self,
+        name: &str,
+        id: &str,
+        unanswered: bool,
+    ) -> rusqlite::Result<()> {
+        if unanswered {
+            self.conn
+                .prepare_cached(&self.sql.cancelled_add)?
+                .execute(params![id, self.raw])?;
+            // Kept ten minutes: far longer than a step can stay in flight.
+            self.conn
+                .prepare_cached(&self.sql.cancelled_prune)?
+                .execute([self.raw - 600_000_000])?;
+        }
+        let mut r = self.lease(name)?;
+        if let Some(row) = &mut r {
+            if row.owner.is_some() && row.req.as_deref() == Some(id) {
+                // Nobody holds it (the reply never reached a handle): it ends here.
+                self.conn
+                    .prepare_cached(&self.sql.lease_free)?
+                    .execute([name])?;
+                row.owner = None;
+            }
+        }
+        let exists = r.is_some();
+        let cur = self.leave(name, id, r)?;
+        if exists {
+            self.store_settled(name, &cur)?;
+        }
+        Ok(())
+    }
+
+    /// `renew`: `Some(deadline)` when lease `token` is live and picked up.
+    pub(crate) fn renew(
+        &mut self,
+        name: &str,
+        token: u64,
+        ttl: i64,
+    ) -> rusqlite::Result<Reply<Option<Timestamp>>> {
+        let r = self.lease(name)?;
+        let value = match r {
+            Some(r)
+                if r.owner.is_some()
+                    && token_u64(r.token) == token
+                    && r.claimed
+                    && self.now < r.deadline =>
+            {
+                let deadline = self.now.saturating_add(ttl);
+                self.conn
+                    .prepare_cached(&self.sql.lease_renew)?
+                    .execute(params![name, deadline, ttl])?;
+                Some(ts(deadline))
+            }
+            _ => None,
+        };
+        Ok(Reply {
+            value,
+            now: ts(self.now),
+        })
+    }
+
+    /// `release`: ends lease `token` (handing the name on); `true` when it was live.
+    pub(crate) fn release(&mut self, name: &str, token: u64) -> rusqlite::Result<bool> {
+        let Some(r) = self.lease(name)? else {
+            return Ok(false);
+        };
+        let mine = r.owner.is_some() && token_u64(r.token) == token;
+        let live = mine && self.now < r.deadline;
+        let cur = if mine {
+            let waiting = self
+                .conn
+                .prepare_cached(&self.sql.any_waiter)?
+                .exists([name])?;
+            if waiting { self.hand_off(name)? } else { None }
+        } else {
+            self.settle(name, Some(r))?
+        };
+        self.store_settled(name, &cur)?;
+        Ok(live)
+    }
+
+    /// `is_held`.
+    pub(crate) fn is_held(&mut self, name: &str, token: u64) -> rusqlite::Result<Reply<Held>> {
+        let r = self.lease(name)?;
+        let value = match r {
+            Some(r)
+                if r.owner.is_some() && token_u64(r.token) == token && self.now < r.deadline =>
+            {
+                Held {
+                    live: true,
+                    deadline: ts(r.deadline),
+                }
+            }
+            _ => Held {
+                live: false,
+                deadline: ts(0),
+            },
+        };
+        Ok(Reply {
+            value,
+            now: ts(self.now),
+        })
+    }
+
+    /// `holder`: the live lease on `name` (the name is settled first).
+    pub(crate) fn holder(&mut self, name: &str) -> rusqlite::Result<Option<LeaseInfo>> {
+        let r = self.lease(name)?;
+        if r.is_none() {
+            return Ok(None);
+        }
+        let cur = self.settle(name, r)?;
+        self.store_settled(name, &cur)?;
+        Ok(cur.map(|c| info(name, &c)))
+    }
+
+    /// `force_release`: ends the live lease on `name`, hands the name on, wakes everybody.
+    pub(crate) fn force_release(&mut self, name: &str) -> rusqlite::Result<Option<LeaseInfo>> {
+        let Some(r) = self.lease(name)? else {
+            return Ok(None);
+        };
+        let (ended, cur) = if self.live(&r)? {
+            if !r.claimed {
+                // Handed to a waiter that has not picked it up: back in line (first).
+                self.conn
+                    .prepare_cached(&self.sql.waiter_unclaim)?
+                    .execute([r.req.as_deref().unwrap_or("")])?;
+            }
+            let ended = info(name, &r);
+            let cur = self.hand_off(name)?;
+            // The old holder's keep_alive and lapsed find out now.
+            self.ring("*")?;
+            (Some(ended), cur)
+        } else {
+            (None, self.settle(name, Some(r))?)
+        };
+        if cur.is_none() {
+            self.delete_lease(name)?;
+        }
+        Ok(ended)
+    }
+
+    /// `snapshot`: the live leases by name, then the live waiters by name and arrival.
+    pub(crate) fn snapshot(&mut self) -> rusqlite::Result<Snapshot> {
+        let mut snapshot = Snapshot::default();
+        let mut st = self.conn.prepare_cached(&self.sql.snap_leases)?;
+        let rows = st.query_map(params![self.now, self.raw], |r| {
+            let name: String = r.get(0)?;
+            let owner: String = r.get(1)?;
+            let token: i64 = r.get(2)?;
+            let deadline: i64 = r.get(3)?;
+            Ok(LeaseInfo::new(
+                &name,
+                &owner,
+                token_u64(token),
+                ts(deadline),
+            ))
+        })?;
+        for row in rows {
+            snapshot.held.push(row?);
+        }
+        let mut st = self.conn.prepare_cached(&self.sql.snap_waiters)?;
+        let rows = st.query_map(params![self.now, self.raw], |r| {
+            let name: String = r.get(0)?;
+            let owner: String = r.get(1)?;
+            Ok(Waiting::new(&name, &owner))
+        })?;
+        for row in rows {
+            snapshot.waiting.push(row?);
+        }
+        Ok(snapshot)
+    }
+
+    #[cfg(feature = "test-clock")]
+    /// Test clock: moves lease time forward by `by_us` and wakes every sleeper.
+    pub(crate) fn advance(&mut self, by_us: i64) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached(&self.sql.advance)?
+            .execute([by_us])?;
+        self.now = self.now.saturating_add(by_us);
+        self.ring("*")
+    }
+}
+
+fn grant_of(lease: &Lease) -> Grant {
+    Grant {
+        token: token_u64(lease.token),
+        deadline: ts(lease.deadline),
+    }
+}
+
+fn info(name: &str, lease: &Lease) -> LeaseInfo {
+    LeaseInfo::new(
+        name,
+        lease.owner.as_deref().unwrap_or(""),
+        token_u64(lease.token),
+        ts(lease.deadline),
+    )
+}
