@@ -33,7 +33,7 @@ async fn settle() {
 
 #[tokio::test(start_paused = true)]
 async fn try_lock_dropped_at_any_point_leaves_no_lease() {
-    let locks = store(Duration::from_millis(1)).await;
+    let locks = store(Duration::from_millis(2)).await;
     let mut granted = 0;
     for (i, after) in steps(7, 1000).enumerate() {
         let name = format!("job-{}", i % 4);
