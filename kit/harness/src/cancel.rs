@@ -150,7 +150,8 @@ pub fn a_thousand_dropped_calls_open_no_new_sessions<F: Fixture>(f: &F) {
         let scope = crate::fresh_scope();
         let locks: Store<F> = store_at(f, &server.url(), &scope, io(Duration::from_secs(2))).await;
         let mut jitter = jitter("sessions");
-        let spread = 2 * round_trip_us(&locks).await;
+        // Warm calls are quicker than the calibration's: most of these are cut in flight.
+        let spread = round_trip_us(&locks).await;
         // Every session the store opens for itself, the wake-up listener's included.
         let held = locks.try_lock("w", "holder", TTL).await.unwrap().unwrap();
         let waited = locks
