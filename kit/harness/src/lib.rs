@@ -38,6 +38,8 @@
 //! alkstore_kit_harness::cancel_tests!(common::Fixture);
 //! alkstore_kit_harness::tracing_tests!(common::Fixture); // needs the engine's `tracing`
 //! ```
+//! The conformance suite runs on a fixture through [`Conformance`].
+//!
 //! The fault tests use [`Fixture::FAULT_PORTS`] by index (see [`ports`]); tests of one binary
 //! run in parallel, so no two of them share a port. The engine's own tests (other binaries)
 //! may reuse the ports: cargo runs test binaries one after another.
@@ -51,6 +53,7 @@
 use alkstore_kit::{Locks, Protocol};
 
 pub mod cancel;
+mod conformance;
 pub mod contract;
 pub mod faults;
 pub mod processes;
@@ -58,6 +61,7 @@ pub mod support;
 pub mod tracing;
 
 pub use alkstore_kit::CommonConfig;
+pub use conformance::Conformance;
 pub use support::fresh_scope;
 
 /// The engine's config type.
