@@ -23,10 +23,13 @@ use tokio::runtime::Handle;
 
 use crate::errors::unavailable;
 
+/// An operation, boxed so that it can move into a task.
+type Op<T> = Pin<Box<dyn Future<Output = Result<T, LockError>> + Send>>;
+
 /// An operation in flight: polled by its caller, moved into a task of its own if the caller
 /// drops it unfinished.
 struct Detached<T: Send + 'static> {
-    op: Option<Pin<Box<dyn Future<Output = Result<T, LockError>> + Send>>>,
+    op: Option<Op<T>>,
     runtime: Handle,
 }
 
