@@ -5,8 +5,6 @@
 mod common;
 
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
@@ -322,51 +320,7 @@ async fn acquire_and_keep_alive_work_for_a_user_without_channel_permission() {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// 5. Exclusion and tokens under load on one shared connection.
-// ---------------------------------------------------------------------------------------------
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixteen_tasks_on_one_connection_never_overlap_and_tokens_increase_in_order() {
-    let locks = store().await;
-    let inside = Arc::new(AtomicU32::new(0));
-    let last = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for t in 0..16 {
-        let (locks, inside, last) = (locks.clone(), inside.clone(), last.clone());
-        tasks.push(tokio::spawn(async move {
-            for i in 0..25 {
-                let lock = if (t + i) % 3 == 0 {
-                    loop {
-                        if let Some(l) = locks
-                            .try_lock("hot", &format!("t{t}"), Duration::from_secs(10))
-                            .await
-                            .unwrap()
-                        {
-                            break l;
-                        }
-                        tokio::task::yield_now().await;
-                    }
-                } else {
-                    locks
-                        .acquire("hot", &format!("t{t}"), Duration::from_secs(10))
-                        .await
-                        .unwrap()
-                        .unwrap()
-                };
-                assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
-                let prev = last.swap(lock.token(), Ordering::SeqCst);
-                assert!(lock.token() > prev, "token {} after {prev}", lock.token());
-                tokio::task::yield_now().await;
-                inside.fetch_sub(1, Ordering::SeqCst);
-                assert!(lock.release().await.unwrap());
-            }
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
-}
+// 5. (Moved to the kit harness: waiting.rs.)
 
 // ---------------------------------------------------------------------------------------------
 // 6. Cancel-safety: waiters dropped at every point leave no entry and no stranded lease.
@@ -562,182 +516,9 @@ async fn hostile_names_get_distinct_keys_under_one_hash_tag_and_leave_nothing() 
     assert_eq!(keys(&ns), vec![format!("{{{ns}}}:token")]);
 }
 
-// ---------------------------------------------------------------------------------------------
-// 8. Durations at the edges.
-// ---------------------------------------------------------------------------------------------
+// 8. (Moved to the kit harness: runtimes.rs.)
 
-#[tokio::test]
-async fn extreme_ttls_and_waits_work() {
-    let locks = store().await;
-    // Duration::MAX ttl and wait.
-    let mut big = locks
-        .try_lock("max", "a", Duration::MAX)
-        .await
-        .unwrap()
-        .unwrap();
-    big.renew(Duration::MAX).await.unwrap();
-    assert!(locks.holder("max").await.unwrap().is_some());
-    let waited = locks
-        .acquire("max", "b", Duration::MAX)
-        .timeout(Duration::from_millis(50))
-        .await
-        .unwrap();
-    assert!(waited.is_none());
-    assert!(big.release().await.unwrap());
-    let w = locks
-        .acquire("max", "b", Duration::MAX)
-        .timeout(Duration::MAX)
-        .await
-        .unwrap()
-        .unwrap();
-    // keep_alive(ZERO) with a huge ttl: must not spin or panic.
-    let r = tokio::time::timeout(Duration::from_millis(100), w.keep_alive(Duration::ZERO)).await;
-    assert!(r.is_err());
-    assert!(w.release().await.unwrap());
-    // 1 ns and 1 µs ttls: granted (live at the grant), rounded up to 1 µs on the server.
-    for ttl in [
-        Duration::from_nanos(1),
-        Duration::from_micros(1),
-        Duration::from_nanos(1500),
-    ] {
-        let l = locks.try_lock("tiny", "a", ttl).await.unwrap().unwrap();
-        let info = l.info();
-        eprintln!("ttl {ttl:?}: deadline {:?}", info.deadline());
-        drop(l);
-    }
-    // keep_alive(ZERO) on a 1 ns lease: must end, not spin forever; far under twice the
-    // io_timeout, it is refused at once.
-    let t = locks
-        .try_lock("tiny2", "a", Duration::from_nanos(1))
-        .await
-        .unwrap()
-        .unwrap();
-    let r = tokio::time::timeout(Duration::from_secs(1), t.keep_alive(Duration::ZERO)).await;
-    assert!(matches!(r, Ok(LockError::InvalidTtl { .. })), "{r:?}");
-}
-
-#[tokio::test]
-async fn timeout_zero_answers_exactly_as_try_lock() {
-    let locks = store().await;
-    // Free: both grant.
-    let a = locks
-        .acquire("z", "a", Duration::from_secs(5))
-        .timeout(Duration::ZERO)
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        locks
-            .try_lock("z", "b", Duration::from_secs(5))
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        locks
-            .acquire("z", "b", Duration::from_secs(5))
-            .timeout(Duration::ZERO)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    // Lapsed lease with a queue: both busy (the head gets it).
-    let queued = {
-        let locks = locks.clone();
-        tokio::spawn(async move { locks.acquire("z", "q", Duration::from_secs(5)).await })
-    };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    a.detach();
-    locks
-        .advance_test_clock(Duration::from_secs(6))
-        .await
-        .unwrap();
-    assert!(
-        locks
-            .try_lock("z", "c", Duration::from_secs(5))
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        locks
-            .acquire("z", "c", Duration::from_secs(5))
-            .timeout(Duration::ZERO)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    let q = queued.await.unwrap().unwrap().unwrap();
-    assert_eq!(q.owner(), "q");
-    // Validation errors are the same too.
-    let e1 = locks
-        .try_lock("", "o", Duration::from_secs(1))
-        .await
-        .unwrap_err();
-    let e2 = locks
-        .acquire("", "o", Duration::from_secs(1))
-        .timeout(Duration::ZERO)
-        .await
-        .unwrap_err();
-    assert_eq!(e1, e2);
-}
-
-// ---------------------------------------------------------------------------------------------
-// 9. Runtimes: drops outside a runtime, a store used from several runtimes.
-// ---------------------------------------------------------------------------------------------
-
-#[test]
-fn drops_outside_a_runtime_do_not_panic() {
-    let rt = runtime();
-    let locks = rt.block_on(store());
-    let lock = rt
-        .block_on(locks.try_lock("d", "a", Duration::from_secs(5)))
-        .unwrap()
-        .unwrap();
-    let mut waiting = Box::pin(locks.acquire("d", "b", Duration::from_secs(5)));
-    rt.block_on(async {
-        let _ = tokio::time::timeout(Duration::from_millis(100), &mut waiting).await;
-    });
-    let clone = locks.clone();
-    std::thread::spawn(move || {
-        drop(waiting);
-        drop(lock);
-        drop(clone);
-    })
-    .join()
-    .expect("no panic");
-    // Drop the runtime first, then the last store.
-    drop(rt);
-    std::thread::spawn(move || drop(locks))
-        .join()
-        .expect("no panic");
-}
-
-#[test]
-fn a_store_from_a_dropped_runtime_answers_unavailable_promptly() {
-    let rt1 = runtime();
-    let locks = rt1.block_on(store());
-    let rt2 = runtime();
-    // Used from another runtime while the first lives: works.
-    let l = rt2
-        .block_on(locks.try_lock("r", "a", Duration::from_secs(5)))
-        .unwrap()
-        .unwrap();
-    rt2.block_on(l.release()).unwrap();
-    let w = rt2
-        .block_on(locks.acquire("r", "a", Duration::from_secs(5)))
-        .unwrap()
-        .unwrap();
-    rt2.block_on(w.release()).unwrap();
-    drop(rt1);
-    let start = Instant::now();
-    let r = rt2.block_on(locks.try_lock("r2", "a", Duration::from_secs(5)));
-    eprintln!(
-        "after its runtime was dropped: {r:?} in {:?}",
-        start.elapsed()
-    );
-    assert!(start.elapsed() < Duration::from_millis(2500));
-}
+// 9. (Moved to the kit harness: runtimes.rs.)
 
 // ---------------------------------------------------------------------------------------------
 // 10. FLUSHALL and tokens, on a server of our own.
@@ -788,50 +569,7 @@ fn tokens_keep_increasing_after_flushall_and_an_old_release_frees_nothing() {
     });
 }
 
-// ---------------------------------------------------------------------------------------------
-// 11. A handle dropped as `#[tokio::main]` returns (the README's shape of program).
-// ---------------------------------------------------------------------------------------------
-
-#[test]
-fn a_lock_dropped_when_its_runtime_shuts_down_is_released() {
-    let ns = fresh_namespace();
-    {
-        let rt = runtime();
-        rt.block_on(async {
-            let locks = connect(&ns).await;
-            let _lock = locks
-                .try_lock("exit", "w", Duration::from_secs(30))
-                .await
-                .unwrap()
-                .unwrap();
-            // Returns: `_lock` is dropped at the end of the block, then the runtime.
-        });
-    }
-    let rt = runtime();
-    rt.block_on(async {
-        let locks = connect(&ns).await;
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let h = locks.holder("exit").await.unwrap();
-        assert!(
-            h.is_none(),
-            "the lease outlived its process's exit (held for its whole 30 s ttl): {h:?}"
-        );
-    });
-}
-
-#[test]
-fn a_lock_dropped_on_a_thread_without_a_runtime_is_released_before_the_drop_returns() {
-    let ns = fresh_namespace();
-    let rt = runtime();
-    let locks = rt.block_on(connect(&ns));
-    let lock = rt
-        .block_on(locks.try_lock("plain", "w", Duration::from_secs(30)))
-        .unwrap()
-        .unwrap();
-    std::thread::spawn(move || drop(lock)).join().unwrap();
-    let h = rt.block_on(locks.holder("plain")).unwrap();
-    assert!(h.is_none(), "still held after the drop returned: {h:?}");
-}
+// 11. (Moved to the kit harness: runtimes.rs.)
 
 // ---------------------------------------------------------------------------------------------
 // 12. A head waiter whose bounded wait ends tells the waiter behind it that it is first now.
@@ -889,7 +627,7 @@ async fn the_next_waiter_learns_it_is_first_when_the_head_waiters_wait_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_lock_and_release_retried_after_a_lost_reply_answer_as_the_first_run() {
     let locks = store().await;
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     let lock = locks
         .try_lock("lost", "a", Duration::from_secs(10))
         .await
@@ -907,7 +645,7 @@ async fn try_lock_and_release_retried_after_a_lost_reply_answer_as_the_first_run
             .unwrap()
             .is_none()
     );
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     assert!(
         lock.release().await.unwrap(),
         "the retried release must say the live lease was released"
@@ -923,7 +661,7 @@ async fn try_lock_and_release_retried_after_a_lost_reply_answer_as_the_first_run
         .advance_test_clock(Duration::from_secs(2))
         .await
         .unwrap();
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     assert!(!lapsing.release().await.unwrap());
 }
 
@@ -941,7 +679,7 @@ async fn acquire_retried_after_a_lost_reply_returns_its_own_grant() {
             .unwrap(),
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     let start = Instant::now();
     let direct = locks
         .acquire("lost", "a", Duration::from_secs(10))
@@ -964,7 +702,7 @@ async fn acquire_retried_after_a_lost_reply_returns_its_own_grant() {
         tokio::spawn(async move { waiting.acquire("lost", "w", Duration::from_secs(10)).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
-    waiting.lose_next_reply_for_test();
+    waiting.engine().lose_next_reply_for_test();
     assert!(direct.release().await.unwrap());
     let start = Instant::now();
     let got = tokio::time::timeout(Duration::from_secs(3), waiter)

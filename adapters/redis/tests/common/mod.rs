@@ -1,20 +1,76 @@
-//! Helpers shared by the Redis test suites: the shared server's URL, fresh namespaces, and a
-//! dedicated server for fault tests.
+//! Helpers shared by the Redis test suites: the shared server's URL, fresh namespaces, a
+//! dedicated server for fault tests, and the [`Fixture`] that runs the kit's shared suites
+//! (`alkstore-kit-harness`) on Redis.
 #![allow(dead_code, reason = "each test binary uses part of it")]
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use alkstore_redis::{RedisConfig, RedisLocks};
+use alkstore_kit_harness::{CommonConfig, support};
+use alkstore_redis::{Redis, RedisConfig, RedisLocks};
+
+/// The Redis engine for the shared suites: scopes are namespaces; fault servers are
+/// `redis-server`s of the tests' own, with no persistence.
+pub struct Fixture;
+
+impl alkstore_kit_harness::Fixture for Fixture {
+    type Engine = Redis;
+    type Server = RedisServer;
+    // The Makefile's REDIS_FAULT_PORTS (each test binary runs alone, so binaries may share).
+    const FAULT_PORTS: &'static [u16] = &[6395, 6391, 6392, 6393, 6394, 6396, 6397, 6398];
+    const RESTART_KEEPS_DATA: bool = false;
+
+    fn url(&self) -> String {
+        url()
+    }
+
+    fn config(&self, scope: &str, common: CommonConfig) -> RedisConfig {
+        let limits = common.limits();
+        RedisConfig::new()
+            .with_namespace(scope)
+            .with_max_name_len(limits.max_name_len())
+            .with_max_owner_len(limits.max_owner_len())
+            .with_io_timeout(common.io_timeout())
+            .with_waiter_heartbeat(common.waiter_heartbeat())
+    }
+
+    fn start_server(&self, port: u16) -> RedisServer {
+        RedisServer::start(port)
+    }
+}
+
+impl alkstore_kit_harness::Server for RedisServer {
+    fn url(&self) -> String {
+        RedisServer::url(self)
+    }
+    fn kill(&mut self) {
+        RedisServer::kill(self);
+    }
+    fn launch(&mut self) {
+        RedisServer::launch(self);
+    }
+    fn pause(&self) {
+        RedisServer::pause(self);
+    }
+    fn resume(&self) {
+        RedisServer::resume(self);
+    }
+    fn kill_sessions(&self) {
+        self.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+        self.cli(&["CLIENT", "KILL", "TYPE", "normal"]);
+    }
+    fn sessions_accepted(&self) -> u64 {
+        let stats = self.cli(&["INFO", "stats"]);
+        let line = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"));
+        line.and_then(|n| n.trim().parse().ok())
+            .expect("INFO stats answers")
+    }
+}
 
 /// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+    support::runtime()
 }
 
 /// The shared test server's URL. Tests FAIL without it: run them with `make test-redis`.
@@ -52,26 +108,12 @@ pub fn namespace_keys(ns: &str) -> Vec<String> {
 /// Waits (polling every 10 ms, up to 5 s) until `condition` holds; panics with `what` if it
 /// never does. For states that spawned tasks reach soon, not for timings.
 pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !condition() {
-        assert!(start.elapsed() < Duration::from_secs(5), "never: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    alkstore_kit_harness::support::wait_until(what, &mut condition);
 }
 
 /// A namespace no other test (or run) uses.
 pub fn fresh_namespace() -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "t{}-{}-{}",
-        std::process::id(),
-        nanos % 1_000_000_000_000,
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    alkstore_kit_harness::fresh_scope()
 }
 
 /// A store on the shared server, in a fresh namespace.
@@ -103,11 +145,7 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start(port: u16) -> RedisServer {
-        let dir = std::env::temp_dir().join(format!(
-            "alkstore-redis-fault-{port}-{}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = support::scratch_dir("redis", port);
         let mut server = RedisServer {
             port,
             dir,
@@ -122,15 +160,20 @@ impl RedisServer {
     }
 
     pub fn launch(&mut self) {
+        let port = self.port;
+        // A server of the previous test binary on this port may take a moment to go.
+        let free = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while support::listens(port) && std::time::Instant::now() < free {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         assert!(
-            !self.answers(),
-            "something already listens on 127.0.0.1:{}; not touching it",
-            self.port
+            !support::listens(port),
+            "something already listens on 127.0.0.1:{port}; not touching it"
         );
         let pidfile = self.dir.join("redis.pid");
         let _ = std::fs::remove_file(&pidfile);
         let status = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
             .arg(&self.dir)
             .args(["--save", "", "--appendonly", "no", "--daemonize", "yes"])
@@ -141,46 +184,19 @@ impl RedisServer {
             .status()
             .expect("redis-server runs (make setup installs it)");
         assert!(status.success());
-        let start = Instant::now();
-        while !self.answers() {
-            assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        support::wait_until("redis-server answers", || {
+            self.cli(&["ping"]).starts_with("PONG")
+        });
         let pid = std::fs::read_to_string(&pidfile).unwrap();
         self.pid = Some(pid.trim().parse().unwrap());
     }
 
-    fn answers(&self) -> bool {
-        Command::new("redis-cli")
-            .args(["-p", &self.port.to_string(), "ping"])
-            .output()
-            .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
-    }
-
-    fn signal(&self, signal: &str) {
-        if let Some(pid) = self.pid {
-            let _ = Command::new("kill")
-                .args([signal, &pid.to_string()])
-                .status();
-        }
-    }
-
     /// Kills the server (SIGKILL: no chance to save anything) and waits until it is gone.
     pub fn kill(&mut self) {
-        self.signal("-CONT");
-        self.signal("-KILL");
         if let Some(pid) = self.pid.take() {
-            let start = Instant::now();
-            while std::path::Path::new(&format!("/proc/{pid}")).exists()
-                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|s| !s.contains(") Z "))
-            {
-                assert!(start.elapsed() < Duration::from_secs(5));
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            support::signal(pid, "-CONT");
+            support::signal(pid, "-KILL");
+            support::wait_gone(pid);
         }
     }
 
@@ -192,12 +208,16 @@ impl RedisServer {
 
     /// SIGSTOP: the server keeps its connections but answers nothing.
     pub fn pause(&self) {
-        self.signal("-STOP");
+        self.pid
+            .into_iter()
+            .for_each(|pid| support::signal(pid, "-STOP"));
     }
 
     /// SIGCONT.
     pub fn resume(&self) {
-        self.signal("-CONT");
+        self.pid
+            .into_iter()
+            .for_each(|pid| support::signal(pid, "-CONT"));
     }
 
     /// Runs redis-cli with `args` against this server.
@@ -206,7 +226,7 @@ impl RedisServer {
             .args(["-p", &self.port.to_string()])
             .args(args)
             .output()
-            .unwrap();
+            .expect("redis-cli runs (make setup installs it)");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
