@@ -202,7 +202,8 @@ pub fn a_paused_server_gives_unavailable_within_the_io_timeout<F: Fixture>(f: &F
             worst = worst.max(start.elapsed());
         }
         eprintln!("SIGSTOP: Unavailable within {worst:?} (io_timeout {timeout:?})");
-        assert!(worst <= timeout + ms(100), "{worst:?}");
+        // A generous margin: the figure is printed above; a loaded machine adds its own delay.
+        assert!(worst <= timeout + ms(400), "{worst:?}");
         server.resume();
         let start = Instant::now();
         while let Err(err) = lock.renew(TTL).await {
