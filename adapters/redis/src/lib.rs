@@ -3,7 +3,10 @@
 //!
 //! # The model
 //! [`RedisLocks`] is a connection (one multiplexed [`redis::aio::ConnectionManager`] that
-//! reconnects by itself, plus a pub/sub subscriber for waiters) and a namespace. Each
+//! reconnects by itself, plus a pub/sub subscriber for waiters) and a namespace: the engine
+//! kit's store ([`alkstore_kit::Locks`]) over the [`Redis`] engine, which implements the
+//! kit's [`Protocol`](alkstore_kit::Protocol) with one Lua script per operation (waiting,
+//! keep-alive, release on drop and cancel safety are the kit's, shared by every engine). Each
 //! operation checks its input locally with the core's own checks
 //! ([`alkstore_mem::validate`]), then runs one Lua script that reads the server's `TIME`,
 //! decides, and writes atomically. Time is the server's, never the client's: a client whose
@@ -57,22 +60,44 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
-mod acquire;
-mod cleanup;
 mod config;
-mod contract;
+mod listener;
 mod lock;
 mod scripts;
 mod snapshot;
 mod store;
-mod wake;
 
 /// The core this engine implements, re-exported: `alkstore_redis::alkstore_mem::LockStore` is
 /// always the very trait `RedisLocks` implements, whatever version of `alkstore-mem` the rest
 /// of your dependency tree names.
 pub use alkstore_mem;
 
-pub use acquire::RedisAcquire;
 pub use config::RedisConfig;
+pub use listener::{RedisFallback, RedisListener};
 pub use lock::{RedisKeepAlive, RedisLapsed, RedisLock};
-pub use store::{RedisFuture, RedisLocks};
+pub use store::Redis;
+
+/// Named exclusive locks with TTL leases and fencing tokens, kept in Redis: the kit's
+/// [`Locks`](alkstore_kit::Locks) over the [`Redis`] engine.
+///
+/// Cheap to clone: clones share one multiplexed connection (which reconnects by itself) and
+/// one pub/sub subscriber. Every operation validates its input locally with the core's
+/// checks, then runs one Lua script that reads the server's `TIME`, decides and writes
+/// atomically, in a task of its own (so a caller that stops waiting never cuts a call in
+/// half). [`snapshot`](alkstore_kit::Locks::snapshot) lists the namespace's keys with `SCAN`
+/// (in steps, never blocking the server for long) and reads them in batches. See the
+/// [crate docs](crate) for the model and the guarantees.
+///
+/// A store is bound to the tokio runtime it was connected on (its connection's tasks run
+/// there).
+pub type RedisLocks = alkstore_kit::Locks<Redis>;
+
+/// Waits for a lock: the future of [`RedisLocks::acquire`](alkstore_kit::Locks::acquire),
+/// FIFO across processes. Each step runs `acquire.lua`; a dropped waiter runs `cancel.lua`
+/// (see [`alkstore_kit::Acquire`] for the waiting protocol).
+pub type RedisAcquire = alkstore_kit::Acquire<Redis>;
+
+/// The future of a one-shot call to Redis ([`RedisLocks::try_lock`](alkstore_kit::Locks::try_lock),
+/// [`RedisLock::renew`](alkstore_kit::Lock::renew), …): a named type, so that it can be
+/// stored and `select!`ed.
+pub type RedisFuture<'a, T> = alkstore_kit::RemoteFuture<'a, T>;

@@ -1,24 +1,39 @@
-//! [`RedisLocks::snapshot`]: the namespace's names found by `SCAN`, then read in batches.
+//! The snapshot of a namespace: its names found by `SCAN`, then read in batches, each batch
+//! one script on the server's clock. Each name is a consistent view; the whole is not one
+//! instant, as with the in-memory engine's shards. Every step is bounded by the `io_timeout`.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 
+use alkstore_kit::unavailable;
 use alkstore_mem::{LockError, Snapshot, Waiting};
 
 use crate::scripts::SCRIPTS;
-use crate::store::{RedisLocks, ToRedisArgsDyn, field, from_us, unavailable};
+use crate::store::{Redis, ToRedisArgsDyn, failed, field, from_us};
 
 /// How many keys one `SCAN` step asks for, and how many names one script reads.
 const BATCH: usize = 200;
 
+/// `step` within the `io_timeout` of `store`.
+async fn bounded<T>(
+    store: &Redis,
+    step: impl Future<Output = Result<T, LockError>>,
+) -> Result<T, LockError> {
+    let io = alkstore_kit::Protocol::config(store).io_timeout();
+    tokio::time::timeout(io, step)
+        .await
+        .unwrap_or_else(|_| Err(unavailable(format!("redis did not answer within {io:?}"))))
+}
+
 /// The snapshot of `store`'s namespace.
-pub(crate) async fn snapshot(store: &RedisLocks) -> Result<Snapshot, LockError> {
+pub(crate) async fn snapshot(store: &Redis) -> Result<Snapshot, LockError> {
     let names = names(store).await?;
     let mut snapshot = Snapshot::default();
     let names: Vec<String> = names.into_iter().collect();
     for batch in names.chunks(BATCH) {
         let args: Vec<&dyn ToRedisArgsDyn> =
             batch.iter().map(|n| n as &dyn ToRedisArgsDyn).collect();
-        let reply: Vec<String> = store.run(&SCRIPTS.snapshot, "", &args).await?;
+        let reply: Vec<String> = bounded(store, store.run(&SCRIPTS.snapshot, "", &args)).await?;
         read_batch(&reply, &mut snapshot)?;
     }
     // Names come sorted (a `BTreeSet`), and each name's waiters in queue order.
@@ -26,9 +41,8 @@ pub(crate) async fn snapshot(store: &RedisLocks) -> Result<Snapshot, LockError> 
 }
 
 /// Every name that has a lock or a queue key in the namespace, sorted.
-async fn names(store: &RedisLocks) -> Result<BTreeSet<String>, LockError> {
-    let prefix = &store.inner.prefix;
-    let io = store.inner.config.io_timeout();
+async fn names(store: &Redis) -> Result<BTreeSet<String>, LockError> {
+    let prefix = store.prefix();
     let mut conn = store.connection();
     let mut names = BTreeSet::new();
     for kind in ["lock:", "queue:"] {
@@ -42,12 +56,11 @@ async fn names(store: &RedisLocks) -> Result<BTreeSet<String>, LockError> {
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(BATCH);
-            let step = scan.query_async::<(u64, Vec<String>)>(&mut conn);
-            let (next, found) = match tokio::time::timeout(io, step).await {
-                Ok(Ok(step)) => step,
-                Ok(Err(e)) => return Err(unavailable(format!("redis: {e}"))),
-                Err(_) => return Err(unavailable(format!("redis did not answer within {io:?}"))),
+            let step = async {
+                let step = scan.query_async::<(u64, Vec<String>)>(&mut conn).await;
+                step.map_err(|e| failed(&e))
             };
+            let (next, found) = bounded(store, step).await?;
             names.extend(
                 found
                     .iter()

@@ -889,7 +889,7 @@ async fn the_next_waiter_learns_it_is_first_when_the_head_waiters_wait_ends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn try_lock_and_release_retried_after_a_lost_reply_answer_as_the_first_run() {
     let locks = store().await;
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     let lock = locks
         .try_lock("lost", "a", Duration::from_secs(10))
         .await
@@ -907,7 +907,7 @@ async fn try_lock_and_release_retried_after_a_lost_reply_answer_as_the_first_run
             .unwrap()
             .is_none()
     );
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     assert!(
         lock.release().await.unwrap(),
         "the retried release must say the live lease was released"
@@ -923,7 +923,7 @@ async fn try_lock_and_release_retried_after_a_lost_reply_answer_as_the_first_run
         .advance_test_clock(Duration::from_secs(2))
         .await
         .unwrap();
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     assert!(!lapsing.release().await.unwrap());
 }
 
@@ -941,7 +941,7 @@ async fn acquire_retried_after_a_lost_reply_returns_its_own_grant() {
             .unwrap(),
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
-    locks.lose_next_reply_for_test();
+    locks.engine().lose_next_reply_for_test();
     let start = Instant::now();
     let direct = locks
         .acquire("lost", "a", Duration::from_secs(10))
@@ -964,7 +964,7 @@ async fn acquire_retried_after_a_lost_reply_returns_its_own_grant() {
         tokio::spawn(async move { waiting.acquire("lost", "w", Duration::from_secs(10)).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
-    waiting.lose_next_reply_for_test();
+    waiting.engine().lose_next_reply_for_test();
     assert!(direct.release().await.unwrap());
     let start = Instant::now();
     let got = tokio::time::timeout(Duration::from_secs(3), waiter)

@@ -1,12 +1,74 @@
-//! Helpers shared by the Redis test suites: the shared server's URL, fresh namespaces, and a
-//! dedicated server for fault tests.
+//! Helpers shared by the Redis test suites: the shared server's URL, fresh namespaces, a
+//! dedicated server for fault tests, and the [`Fixture`] that runs the kit's shared suites
+//! (`alkstore-kit-harness`) on Redis.
 #![allow(dead_code, reason = "each test binary uses part of it")]
 
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use alkstore_redis::{RedisConfig, RedisLocks};
+use alkstore_kit_harness::CommonConfig;
+use alkstore_redis::{Redis, RedisConfig, RedisLocks};
+
+/// The Redis engine for the shared suites: scopes are namespaces; fault servers are
+/// `redis-server`s of the tests' own, with no persistence.
+pub struct Fixture;
+
+impl alkstore_kit_harness::Fixture for Fixture {
+    type Engine = Redis;
+    type Server = RedisServer;
+    // The Makefile's REDIS_FAULT_PORTS (each test binary runs alone, so binaries may share).
+    const FAULT_PORTS: &'static [u16] = &[6395, 6391, 6392, 6393, 6394, 6396, 6397, 6398];
+    const RESTART_KEEPS_DATA: bool = false;
+
+    fn url(&self) -> String {
+        url()
+    }
+
+    fn config(&self, scope: &str, common: CommonConfig) -> RedisConfig {
+        let limits = common.limits();
+        RedisConfig::new()
+            .with_namespace(scope)
+            .with_max_name_len(limits.max_name_len())
+            .with_max_owner_len(limits.max_owner_len())
+            .with_io_timeout(common.io_timeout())
+            .with_waiter_heartbeat(common.waiter_heartbeat())
+    }
+
+    fn start_server(&self, port: u16) -> RedisServer {
+        RedisServer::start(port)
+    }
+}
+
+impl alkstore_kit_harness::Server for RedisServer {
+    fn url(&self) -> String {
+        RedisServer::url(self)
+    }
+    fn kill(&mut self) {
+        RedisServer::kill(self);
+    }
+    fn launch(&mut self) {
+        RedisServer::launch(self);
+    }
+    fn pause(&self) {
+        RedisServer::pause(self);
+    }
+    fn resume(&self) {
+        RedisServer::resume(self);
+    }
+    fn kill_sessions(&self) {
+        self.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+        self.cli(&["CLIENT", "KILL", "TYPE", "normal"]);
+    }
+    fn sessions_accepted(&self) -> u64 {
+        let stats = self.cli(&["INFO", "stats"]);
+        let line = stats
+            .lines()
+            .find_map(|l| l.strip_prefix("total_connections_received:"));
+        line.and_then(|n| n.trim().parse().ok())
+            .expect("INFO stats answers")
+    }
+}
 
 /// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
 pub fn runtime() -> tokio::runtime::Runtime {

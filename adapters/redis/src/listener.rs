@@ -1,0 +1,92 @@
+//! What runs beside the store's connection: [`RedisListener`], the pub/sub subscriber on
+//! `{ns}:wake` that the kit runs (and restarts) for wake-ups, and [`RedisFallback`], a
+//! connection of its own for a clean-up that runs with no runtime of the store's.
+
+use std::time::Duration;
+
+use alkstore_kit::{Fallback, Job, Listener, WakeSink};
+use futures_lite::StreamExt;
+
+use crate::config::RedisConfig;
+use crate::scripts::SCRIPTS;
+use crate::store::{ToRedisArgsDyn, invocation};
+
+/// The wake-up source of a [`RedisLocks`](crate::RedisLocks): a subscription to
+/// `{ns}:wake`, whose messages are the id of a waiter handed a lease, or `*` (everybody
+/// re-checks: a force-release, a moved test clock). Pub/sub is at most once; the kit wakes
+/// every sleeper after each (re)subscription, and each sleeper also wakes at its own bounded
+/// deadline, so a lost message costs time, never a lease. If the subscription cannot be
+/// made (Redis unreachable, or a user without channel permission), sleepers still wake at
+/// those deadlines.
+#[derive(Debug)]
+pub struct RedisListener {
+    client: redis::Client,
+    channel: String,
+    io_timeout: Duration,
+}
+
+impl RedisListener {
+    pub(crate) fn new(client: redis::Client, channel: String, config: &RedisConfig) -> Self {
+        RedisListener {
+            client,
+            channel,
+            io_timeout: config.io_timeout(),
+        }
+    }
+}
+
+impl Listener for RedisListener {
+    async fn listen<'a>(&'a mut self, sink: &'a dyn WakeSink) {
+        let subscribed = tokio::time::timeout(self.io_timeout, async {
+            let mut pubsub = self.client.get_async_pubsub().await?;
+            pubsub.subscribe(&self.channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        })
+        .await;
+        let Ok(Ok(pubsub)) = subscribed else { return };
+        sink.subscribed();
+        let mut messages = pubsub.into_on_message();
+        while let Some(message) = messages.next().await {
+            if let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) {
+                sink.deliver(text);
+            }
+        }
+    }
+}
+
+/// Runs a clean-up script (a dropped lock's `release.lua`, a dropped waiter's `cancel.lua`)
+/// on a connection of its own, for the kit's helper thread when the store's runtime is gone.
+#[derive(Debug)]
+pub struct RedisFallback {
+    client: redis::Client,
+    prefix: String,
+    mark_ms: u64,
+}
+
+impl RedisFallback {
+    pub(crate) fn new(client: redis::Client, prefix: String, config: &RedisConfig) -> Self {
+        RedisFallback {
+            client,
+            prefix,
+            mark_ms: config.release_mark_ms(),
+        }
+    }
+}
+
+impl Fallback for RedisFallback {
+    async fn run(self, job: Job) -> bool {
+        let call = match &job {
+            Job::Release { name, token, rid } => {
+                let args: [&dyn ToRedisArgsDyn; 3] = [token, rid, &self.mark_ms];
+                invocation(&SCRIPTS.release, &self.prefix, name, &args)
+            }
+            Job::Withdraw { name, id, .. } => {
+                invocation(&SCRIPTS.cancel, &self.prefix, name, &[id])
+            }
+        };
+        let Ok(mut conn) = self.client.get_multiplexed_async_connection().await else {
+            return false;
+        };
+        call.invoke_async::<redis::Value>(&mut conn).await.is_ok()
+    }
+}

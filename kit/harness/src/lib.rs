@@ -1,0 +1,242 @@
+//! The shared test harness of the engines with a server (Redis, PostgreSQL, ...): the
+//! contract, fault, multi-process, cancel-safety and tracing tests, written once against a
+//! [`Fixture`], as the conformance suite (`alkstore-mem-conformance`) is written once against
+//! its `Engine`. An engine's own test folder keeps only what is about its protocol (Lua
+//! scripts, SQL, `fence()`).
+//!
+//! # What an engine provides
+//! A [`Fixture`] (usually a unit struct in the engine's `tests/common`):
+//! - [`Fixture::url`]: the shared test server of the engine's `make test-<engine>` (read from
+//!   an environment variable; the tests fail, with a message naming the make target, without
+//!   it);
+//! - [`Fixture::config`]: the engine's config in a *scope* (a Redis namespace, a PostgreSQL
+//!   schema) with the shared settings of a [`CommonConfig`]; stores of one scope meet, stores
+//!   of two never do. Scopes come from [`fresh_scope`] (`t<pid>_<nanos>_<n>`: valid as a Redis
+//!   namespace and as a PostgreSQL schema);
+//! - [`Fixture::start_server`]: a server of a test's own, in a scratch dir, listening on
+//!   127.0.0.1:`port`, as a [`Server`] (kill, start again, freeze with SIGSTOP, thaw, kill
+//!   every client session, count the sessions it accepted); dropping it kills it by pid;
+//! - [`Fixture::FAULT_PORTS`]: the ports its fault tests may use (at least [`PORTS_NEEDED`];
+//!   never the shared server's), and whether a restart keeps the data
+//!   ([`Fixture::RESTART_KEEPS_DATA`]: no for a Redis without persistence, yes for PostgreSQL).
+//!
+//! The [`support`] module has the pieces a fixture's server is made of (signals by pid,
+//! waiting for a process to be gone, scratch dirs, "does something listen on this port").
+//!
+//! # Running the suites
+//! One macro per test binary: each expands to one `#[test]` per test body, named as the body,
+//! calling it with the fixture. The binaries that run child processes (faults, processes)
+//! also get a `child` test, which does nothing unless the harness runs the binary itself as
+//! a child (`ALKSTORE_CHILD` set).
+//! ```ignore
+//! // tests/contract.rs
+//! mod common;
+//! alkstore_kit_harness::contract_tests!(common::Fixture);
+//! // tests/faults.rs, tests/processes.rs, tests/cancel.rs, tests/tracing.rs alike:
+//! alkstore_kit_harness::fault_tests!(common::Fixture);
+//! alkstore_kit_harness::process_tests!(common::Fixture);
+//! alkstore_kit_harness::cancel_tests!(common::Fixture);
+//! alkstore_kit_harness::tracing_tests!(common::Fixture); // needs the engine's `tracing`
+//! ```
+//! The fault tests use [`Fixture::FAULT_PORTS`] by index (see [`ports`]); tests of one binary
+//! run in parallel, so no two of them share a port. The engine's own tests (other binaries)
+//! may reuse the ports: cargo runs test binaries one after another.
+//!
+//! Every test body is `fn(&F)` and builds its runtime ([`support::runtime`]: two workers).
+//! Time is moved with the engine's test clock (`Locks::advance_test_clock`), so the engine's
+//! dev-dependency on itself must turn that on (Redis: feature `test-clock`).
+#![forbid(unsafe_code)]
+#![deny(missing_docs, missing_debug_implementations)]
+
+use alkstore_kit::{Locks, Protocol};
+
+pub mod cancel;
+pub mod contract;
+pub mod faults;
+pub mod processes;
+pub mod support;
+pub mod tracing;
+
+pub use alkstore_kit::CommonConfig;
+pub use support::fresh_scope;
+
+/// The engine's config type.
+pub type Config<F> = <<F as Fixture>::Engine as Protocol>::Config;
+
+/// The engine's store.
+pub type Store<F> = Locks<<F as Fixture>::Engine>;
+
+/// How many distinct [`Fixture::FAULT_PORTS`] the suites use (see [`ports`]).
+pub const PORTS_NEEDED: usize = 8;
+
+/// Which of [`Fixture::FAULT_PORTS`] each test takes, by index.
+pub mod ports {
+    /// The contract's validation test (a server started and killed: a dead store).
+    pub const DEAD: usize = 0;
+    /// A holder process killed with SIGKILL.
+    pub const KILLED_HOLDER: usize = 1;
+    /// The server killed and started again.
+    pub const RESTART: usize = 2;
+    /// The server frozen (SIGSTOP): calls answer `Unavailable` within the `io_timeout`.
+    pub const PAUSED: usize = 3;
+    /// The server frozen during bounded waits.
+    pub const STALLED_WAIT: usize = 4;
+    /// Every client session killed under a waiter.
+    pub const KILLED_SESSIONS: usize = 5;
+    /// A waiter process killed with SIGKILL.
+    pub const CRASHED_WAITER: usize = 6;
+    /// Sessions counted while a thousand calls are dropped; also the tracing test's dead
+    /// server (another binary).
+    pub const SESSIONS: usize = 7;
+}
+
+/// An engine with a server, as the shared suites see it.
+pub trait Fixture: Sync + 'static {
+    /// The engine.
+    type Engine: Protocol;
+    /// A server of a test's own.
+    type Server: Server;
+
+    /// The ports the fault tests may start servers on: at least [`PORTS_NEEDED`], distinct,
+    /// never the shared server's (indexed by the constants of [`ports`]).
+    const FAULT_PORTS: &'static [u16];
+
+    /// Whether a server killed and started again still has the leases it held (PostgreSQL:
+    /// yes; a Redis without persistence: no, and its tokens must increase anyway).
+    const RESTART_KEEPS_DATA: bool;
+
+    /// The shared test server's URL (`make test-<engine>` sets it). Panics, naming the make
+    /// target, when it is not set.
+    fn url(&self) -> String;
+
+    /// The engine's config in `scope` (a namespace, a schema), with the shared settings of
+    /// `common` (limits, `io_timeout`, waiter heartbeat).
+    fn config(&self, scope: &str, common: CommonConfig) -> Config<Self>;
+
+    /// Starts a server of a test's own, in a scratch dir, on 127.0.0.1:`port`, and waits until
+    /// it answers. Panics if something already listens there (never touches another server).
+    fn start_server(&self, port: u16) -> Self::Server;
+}
+
+/// A server of a test's own (see [`Fixture::start_server`]). Dropping it kills it by pid
+/// (also when the test panics) and removes its scratch dir.
+pub trait Server: Send + Sync {
+    /// Its URL.
+    fn url(&self) -> String;
+    /// SIGKILL (after SIGCONT, in case it is frozen), and waits until it is gone.
+    fn kill(&mut self);
+    /// Starts it again on the same port (and data dir) after [`kill`](Self::kill).
+    fn launch(&mut self);
+    /// SIGSTOP: it keeps its connections but answers nothing.
+    fn pause(&self);
+    /// SIGCONT.
+    fn resume(&self);
+    /// Ends every client session (Redis `CLIENT KILL`, PostgreSQL `pg_terminate_backend`),
+    /// the pub/sub or LISTEN ones included.
+    fn kill_sessions(&self);
+    /// How many client sessions it has accepted since it started (Redis `INFO stats`
+    /// `total_connections_received`); reading it may itself count as one.
+    fn sessions_accepted(&self) -> u64;
+}
+
+/// Expands to one `#[test]` per body of `$module`, each calling it with `$fixture`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __harness_tests {
+    ($fixture:expr, $module:ident, $($body:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $body() {
+                $crate::$module::$body(&$fixture);
+            }
+        )*
+    };
+}
+
+/// The contract on the shared server (see [`contract`]).
+#[macro_export]
+macro_rules! contract_tests {
+    ($fixture:expr) => {
+        $crate::__harness_tests!(
+            $fixture,
+            contract,
+            a_held_name_is_busy_for_everyone_the_same_owner_included,
+            deadlines_are_on_the_servers_clock,
+            a_lapsed_lease_is_free_and_its_renew_and_release_are_refused,
+            renew_is_an_absolute_reset_and_refused_at_the_deadline,
+            release_never_frees_a_newer_lease,
+            tokens_strictly_increase_across_names_and_clones,
+            validation_errors_are_the_cores_and_need_no_server,
+            waiters_are_served_in_order_with_hand_off_and_no_barging,
+            a_waiter_takes_a_lease_that_lapses_at_its_deadline,
+            bounded_waits_end_with_none_and_leave_the_queue,
+            a_dropped_waiter_leaves_the_queue_and_passes_on_a_handed_lease,
+            dropping_a_handle_releases_it,
+            keep_alive_renews_and_lapsed_resolves_when_lost,
+            keep_alive_refuses_a_ttl_its_io_timeout_cannot_renew_in_time,
+            scopes_do_not_meet,
+            generic_code_runs_unchanged,
+            stores_are_clone_debug_send_sync,
+            every_future_is_a_named_send_type,
+        );
+    };
+}
+
+/// Faults on servers of the tests' own (see [`faults`]); includes the `child` entry point.
+#[macro_export]
+macro_rules! fault_tests {
+    ($fixture:expr) => {
+        $crate::__harness_tests!(
+            $fixture,
+            faults,
+            child,
+            a_killed_holders_lease_lapses_and_the_head_waiter_of_another_process_gets_it,
+            a_restart_keeps_tokens_increasing_and_the_store_recovers,
+            a_paused_server_gives_unavailable_within_the_io_timeout,
+            a_bounded_wait_counts_from_its_first_poll_and_ends_within_wait_plus_io_timeout_while_frozen,
+            a_waiter_whose_sessions_are_killed_still_gets_the_lease,
+            a_crashed_unbounded_waiter_is_skipped_once_its_heartbeat_expires,
+        );
+    };
+}
+
+/// Several OS processes on one server (see [`processes`]); includes the `child` entry point.
+#[macro_export]
+macro_rules! process_tests {
+    ($fixture:expr) => {
+        $crate::__harness_tests!(
+            $fixture,
+            processes,
+            child,
+            four_processes_never_overlap_and_tokens_increase_in_file_order,
+        );
+    };
+}
+
+/// Cancel safety: calls dropped at any point (see [`cancel`]).
+#[macro_export]
+macro_rules! cancel_tests {
+    ($fixture:expr) => {
+        $crate::__harness_tests!(
+            $fixture,
+            cancel,
+            dropped_try_locks_leave_no_lease_held_by_no_handle,
+            dropped_zero_waits_leave_no_lease_held_by_no_handle,
+            dropped_waiting_acquires_leave_no_waiter_and_no_lease_behind,
+            a_thousand_dropped_calls_open_no_new_sessions,
+            a_holders_keep_alive_survives_callers_that_time_out_around_it,
+        );
+    };
+}
+
+/// The engine's tracing events (see [`tracing`]): needs the engine's `tracing` feature.
+#[macro_export]
+macro_rules! tracing_tests {
+    ($fixture:expr) => {
+        $crate::__harness_tests!(
+            $fixture,
+            tracing,
+            grants_hand_offs_losses_force_releases_and_unavailable_are_traced,
+        );
+    };
+}
