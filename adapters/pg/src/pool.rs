@@ -15,7 +15,7 @@ use tokio_postgres::{Client, NoTls, Row, Statement};
 
 use crate::op::Op;
 use crate::sql::Schema;
-use crate::wire::{describe, redacted};
+use crate::wire::{describe, detail, down, redacted};
 
 /// Why a call failed.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ pub(crate) enum Fail {
 impl From<Fail> for LockError {
     fn from(fail: Fail) -> LockError {
         match fail {
-            Fail::Locked => unavailable(
+            Fail::Locked => down(
                 "the lease row is locked by a transaction that called fence() (or held by \
                  another transaction for longer than the lock wait); retry once it has ended",
             ),
@@ -140,10 +140,10 @@ impl Pool {
     /// Opens a new connection (its driver task spawned on the current runtime).
     pub(crate) async fn connect(&self) -> Result<Client, LockError> {
         let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            unavailable(format!(
+            down(format!(
                 "could not connect to {}: {}",
                 redacted(&self.config),
-                describe(&e)
+                detail(&e)
             ))
         })?;
         tokio::spawn(async move {

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline, unavailable};
+use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline};
 use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp, Waiting};
 use tokio::task::AbortHandle;
 use tokio_postgres::Row;
@@ -18,9 +18,14 @@ use crate::op::Op;
 use crate::pool::{Fail, Pool};
 use crate::sql::Schema;
 use crate::wire::{
-    field, from_us, lease_row, micros, numbers, owner_from_sql, owner_to_sql, redacted, to_us,
-    token_param,
+    down, field, from_us, lease_row, micros, numbers, owner_from_sql, owner_to_sql, redacted,
+    to_us, token_param,
 };
+
+/// The answer of a `try_lock`: a grant, or busy.
+type Granted = Result<Reply<Option<Grant>>, LockError>;
+/// The answer of a renewal: the new deadline, or `None` when the lease is gone.
+type Renewed = Result<Reply<Option<Timestamp>>, LockError>;
 
 /// `wd` of a step: before the first answer (the server sets the wait deadline).
 const WD_FIRST: i64 = -1;
@@ -82,26 +87,30 @@ impl fmt::Debug for Pg {
 }
 
 impl Protocol for Pg {
-    type Config = PgConfig;
-    type Listener = PgListener;
-    type Fallback = PgFallback;
-
     const NAME: &'static str = "postgres";
+
+    type Config = PgConfig;
+    type Fallback = PgFallback;
+    type Listener = PgListener;
+
+    fn config(&self) -> &PgConfig {
+        &self.config
+    }
 
     /// Connects with `config`. The schema is created with its tables and functions when it
     /// is missing: by a versioned migration in one transaction under an advisory lock, so
     /// several processes may connect at once; a schema installed earlier is checked (its
     /// version, and that it was installed by a build with the same clock). Every slot of the
-    /// pool is opened and prepared before it answers, and the sweep starts on the current
-    /// runtime. `Unavailable` when the server cannot be reached within the `io_timeout`, the
+    /// pool is opened and prepared before it answers (those not ready within the
+    /// `io_timeout` are opened on demand), and the sweep starts on the current runtime. `Unavailable` when the server cannot be reached within the `io_timeout`, the
     /// url is malformed, the schema name is not one this engine uses
     /// ([`PgConfig::check_schema`]), the database is not UTF8, or the schema is at a newer
     /// version or installed by a build with the other clock.
     async fn connect(url: &str, config: PgConfig) -> Result<Self, LockError> {
-        config.check_schema().map_err(unavailable)?;
+        config.check_schema().map_err(down)?;
         let pg_config = tokio_postgres::Config::from_str(url).map_err(|e| {
-            unavailable(format!(
-                "invalid postgres url (not quoted, it may hold a password): {e}"
+            down(format!(
+                "invalid url (not quoted, it may hold a password): {e}"
             ))
         })?;
         let schema = Schema::new(config.schema());
@@ -113,23 +122,26 @@ impl Protocol for Pg {
             config.lock_wait(),
             &schema,
         );
+        let deadline = tokio::time::Instant::now() + io;
         let migrate = async {
             let mut client = pool.connect().await?;
             crate::sql::migrate(&mut client, &schema)
                 .await
-                .map_err(|why| {
-                    unavailable(format!("installing schema {:?}: {why}", schema.name))
-                })?;
-            pool.warm(client).await;
-            Ok::<(), LockError>(())
+                .map_err(|why| down(format!("installing schema {:?}: {why}", schema.name)))?;
+            Ok::<_, LockError>(client)
         };
-        tokio::time::timeout(io, migrate).await.map_err(|_| {
-            unavailable(format!(
-                "could not connect to {} and check schema {:?} within {io:?}",
-                redacted(pool.config()),
-                schema.name
-            ))
-        })??;
+        let client = tokio::time::timeout_at(deadline, migrate)
+            .await
+            .map_err(|_| {
+                down(format!(
+                    "could not connect to {} and check schema {:?} within {io:?}",
+                    redacted(pool.config()),
+                    schema.name
+                ))
+            })??;
+        // Best effort, within what is left of the io_timeout: a slot not filled by then is
+        // filled on demand.
+        let _ = tokio::time::timeout_at(deadline, pool.warm(client)).await;
         let pool = Arc::new(pool);
         let sweep = crate::sweep::spawn_sweeper(Arc::downgrade(&pool));
         Ok(Pg {
@@ -140,19 +152,9 @@ impl Protocol for Pg {
         })
     }
 
-    fn config(&self) -> &PgConfig {
-        &self.config
-    }
-
     /// `try_lock(name, owner, ttl, rid)`; a row locked by a fenced transaction beyond the
     /// lock wait is busy.
-    async fn try_lock(
-        &self,
-        name: &str,
-        owner: &str,
-        ttl: Duration,
-        rid: &str,
-    ) -> Result<Reply<Option<Grant>>, LockError> {
+    async fn try_lock(&self, name: &str, owner: &str, ttl: Duration, rid: &str) -> Granted {
         let owner = owner_to_sql(owner);
         let params: [&(dyn ToSql + Sync); 4] = [&name, &owner, &micros(ttl), &rid];
         let reply = match self.call(Op::TryLock, &params).await {
@@ -214,12 +216,7 @@ impl Protocol for Pg {
         Ok(())
     }
 
-    async fn renew(
-        &self,
-        name: &str,
-        token: u64,
-        ttl: Duration,
-    ) -> Result<Reply<Option<Timestamp>>, LockError> {
+    async fn renew(&self, name: &str, token: u64, ttl: Duration) -> Renewed {
         let params: [&(dyn ToSql + Sync); 3] = [&name, &token_param(token), &micros(ttl)];
         let reply = self.numbers(Op::Renew, &params).await?;
         let renewed = field(&reply, 0)? == 1;
@@ -238,7 +235,7 @@ impl Protocol for Pg {
         let released: i64 = rows
             .first()
             .and_then(|row| row.try_get(0).ok())
-            .ok_or_else(|| unavailable("unexpected reply from a lock function"))?;
+            .ok_or_else(|| down("unexpected reply from a lock function"))?;
         Ok(released == 1)
     }
 
@@ -272,8 +269,8 @@ impl Protocol for Pg {
         let pool = Arc::clone(&self.pool);
         let rows = tokio::spawn(async move { pool.call(Op::Snapshot, &[]).await })
             .await
-            .map_err(|_| unavailable("postgres: the runtime shut down during the call"))??;
-        let bad = || unavailable("unexpected reply from a lock function");
+            .map_err(|_| down("the runtime shut down during the call"))??;
+        let bad = || down("unexpected reply from a lock function");
         let mut snapshot = Snapshot::default();
         for row in &rows {
             let kind: i32 = row.try_get(0).map_err(|_| bad())?;
@@ -301,7 +298,7 @@ impl Protocol for Pg {
 
     #[cfg(not(feature = "test-clock"))]
     async fn advance_test_clock(&self, _by: Duration) -> Result<(), LockError> {
-        Err(unavailable(
+        Err(down(
             "alkstore-pg was built without its `test-clock` feature",
         ))
     }

@@ -7,23 +7,34 @@ use alkstore_kit::unavailable;
 use alkstore_mem::{LeaseInfo, LockError, Timestamp};
 use tokio_postgres::Row;
 
-/// A `tokio-postgres` error in words, with its SQLSTATE when the server sent one.
+/// A `tokio-postgres` error in words, with its SQLSTATE when the server sent one, after
+/// `postgres: ` (as every `Unavailable` reason of the engine begins).
 pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    format!("postgres: {}", detail(e))
+}
+
+/// [`describe`] without the engine's name.
+pub(crate) fn detail(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!(
-            "postgres: {}: {} (SQLSTATE {})",
+            "{}: {} (SQLSTATE {})",
             db.severity(),
             db.message(),
             db.code().code()
         ),
-        None if e.is_closed() => "postgres: the connection was closed".into(),
+        None if e.is_closed() => "the connection was closed".into(),
         // tokio-postgres says only "error connecting to server": the cause (connection
         // refused, a name that does not resolve, a timeout) is its source.
         None => match std::error::Error::source(e) {
-            Some(cause) => format!("postgres: {e}: {cause}"),
-            None => format!("postgres: {e}"),
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
         },
     }
+}
+
+/// `LockError::Unavailable` with this reason after `postgres: `.
+pub(crate) fn down(reason: impl std::fmt::Display) -> LockError {
+    unavailable(format!("postgres: {reason}"))
 }
 
 /// `url` for messages: what `tokio-postgres` parsed of it, without the password.
@@ -39,7 +50,7 @@ pub(crate) fn redacted(config: &tokio_postgres::Config) -> String {
         .collect();
     let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
     format!(
-        "postgres host {} port {} database {:?}",
+        "host {} port {} database {:?}",
         hosts.join(","),
         if ports.is_empty() {
             "5432".into()
@@ -112,7 +123,7 @@ pub(crate) fn owner_from_sql(stored: &str) -> String {
 pub(crate) fn numbers(rows: &[Row]) -> Result<Vec<i64>, LockError> {
     rows.first()
         .and_then(|row| row.try_get::<_, Vec<i64>>(0).ok())
-        .ok_or_else(|| unavailable("unexpected reply from a lock function"))
+        .ok_or_else(|| down("unexpected reply from a lock function"))
 }
 
 /// Field `i` of a function's reply.
@@ -120,13 +131,13 @@ pub(crate) fn field(reply: &[i64], i: usize) -> Result<i64, LockError> {
     reply
         .get(i)
         .copied()
-        .ok_or_else(|| unavailable(format!("unexpected reply from a lock function: {reply:?}")))
+        .ok_or_else(|| down(format!("unexpected reply from a lock function: {reply:?}")))
 }
 
 /// A `(owner, token, deadline, now)` row of `holder` or `force_release`: the lease it names
 /// (`None` for a NULL owner) and the server's now.
 pub(crate) fn lease_row(name: &str, rows: &[Row]) -> Result<(Option<LeaseInfo>, i64), LockError> {
-    let bad = || unavailable("unexpected reply from a lock function");
+    let bad = || down("unexpected reply from a lock function");
     let row = rows.first().ok_or_else(bad)?;
     let owner: Option<String> = row.try_get(0).map_err(|_| bad())?;
     let token: Option<i64> = row.try_get(1).map_err(|_| bad())?;

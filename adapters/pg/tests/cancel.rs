@@ -1,9 +1,14 @@
-//! Cancel safety on PostgreSQL (issue 22): a caller that stops waiting never throws a pooled
-//! connection away nor leaves a lease held by no handle, since every call runs in a task of
-//! its own. Each test runs in a database of its own, so that `pg_stat_database.sessions`
-//! counts this store's sessions only.
+//! Cancel safety on PostgreSQL (issue 22): the shared suite (`alkstore-kit-harness`: calls
+//! dropped at random points leave no lease and no waiter held by no handle; a thousand dropped
+//! calls open no new sessions, counted by `pg_stat_database` on a cluster of the test's own),
+//! then the issue's own measurements on the shared cluster, with PostgreSQL's default pool and
+//! io_timeout: a caller that stops waiting never throws a pooled connection away, since every
+//! call runs in a task of its own. Each of these runs in a database of its own, so that
+//! `pg_stat_database.sessions` counts this store's sessions only.
 
 mod common;
+
+alkstore_kit_harness::cancel_tests!(common::Fixture);
 
 use std::time::{Duration, Instant};
 
