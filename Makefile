@@ -7,7 +7,7 @@ CARGO ?= cargo
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
 ## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb
+test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-js
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
@@ -23,7 +23,7 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p alkstore-mem --all-features --all-targets -- -D warnings
-	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness --all-targets --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness -p alkstore-idb-js --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
@@ -43,7 +43,7 @@ MSRV := 1.85.0
 msrv:
 	@rustup toolchain list | grep -q '^$(MSRV)' || rustup toolchain install $(MSRV) --profile minimal --target wasm32-unknown-unknown >/dev/null
 	@rustup target list --toolchain $(MSRV) --installed | grep -q wasm32-unknown-unknown || rustup target add --toolchain $(MSRV) wasm32-unknown-unknown >/dev/null
-	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-redis -p alkstore-pg -p alkstore-cli -p alkstore-idb
+	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-tokio -p alkstore-mem-web -p alkstore-kit -p alkstore-redis -p alkstore-pg -p alkstore-cli -p alkstore-idb
 	CARGO_TARGET_DIR=target/msrv $(CARGO) +$(MSRV) check -q -p alkstore-mem -p alkstore-mem-web -p alkstore-idb --target wasm32-unknown-unknown
 
 ## test-browser: the conformance suite in headless Chromium (fails if no browser, or if no test ran)
@@ -96,7 +96,7 @@ size: setup
 ## doc: rustdoc for every crate (and the web adapter on wasm32), warnings as errors
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web -p alkstore-idb --no-deps --target wasm32-unknown-unknown
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web -p alkstore-idb -p alkstore-idb-js --no-deps --target wasm32-unknown-unknown
 
 ## redis ----------------------------------------------------------------------------------
 ## The Redis engine (adapters/redis). Each target builds first, then starts its own scratch
@@ -192,7 +192,7 @@ test-cli: redis-setup pg-setup
 ## IndexedDB. Its harness (adapters/idb/harness: a wasm-bindgen bundle, pages, workers, and
 ## Node drivers on playwright-core) serves pages on 127.0.0.1:8790-8799 only, to headless
 ## Chromium with a fresh profile that is removed afterwards.
-.PHONY: idb-setup test-idb bench-idb demo-web
+.PHONY: idb-setup test-idb bench-idb demo-web js test-js
 
 ## idb-setup: Node.js + npm (Debian packages, as root, when missing) and the harness's
 ## playwright-core from its package-lock.json; the browser pieces come from scripts/setup.sh
@@ -223,4 +223,16 @@ demo-web: idb-setup
 	@mkdir -p $(dir $(DEMO_SCREENSHOT))
 	@serve=; if [ "$(DEMO_SERVE)" = 1 ] || { [ "$(DEMO_SERVE)" = auto ] && [ -t 0 ]; }; then serve=--serve; fi; \
 	scripts/idb-harness.sh demo --screenshot $(DEMO_SCREENSHOT) $$serve
+## js: the npm package alkstore-idb (adapters/idb/js: the crate alkstore-idb-js through
+## wasm-bindgen --target web, index.js, index.d.ts, README.md), packed by npm pack into
+## target/js/alkstore-idb-<version>.tgz; prints its size (wasm + JS, raw and gzipped)
+js: idb-setup
+	@scripts/js-build.sh
+
+## test-js: the package's tests on the packed tarball: its types under tsc --strict (typescript
+## from adapters/idb/js/test/package-lock.json), then in headless Chromium (pages on
+## 127.0.0.1:8800-8809) the README's first example, the Web Locks rules of request/query and
+## the lease API in a window and in a dedicated worker, 2 pages and 4 dedicated workers contending
+test-js: idb-setup
+	@scripts/test-js.sh
 ## end idb ---------------------------------------------------------------------------------

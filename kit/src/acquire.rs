@@ -44,7 +44,7 @@ use crate::store::Locks;
 ///
 /// Resolves to `Ok(Some(lock))` once granted, `Ok(None)` when a bounded wait elapsed first,
 /// the request's validation error, or [`LockError::Unavailable`]. Dropping it withdraws the
-/// request (cancel-safe: see the [module docs](self)). `Send` and `'static`.
+/// request (cancel-safe: see [`Locks::acquire`]). `Send` and `'static`.
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
 pub struct Acquire<P: Protocol>(PendingAcquire<Locks<P>, Lock<P>>);
 

@@ -16,23 +16,8 @@ use common::{RedisServer, runtime, store, store_with};
 
 /// The Redis engine as the conformance suite drives it (a fresh namespace per store, time
 /// moved by the test offset on the server's clock).
-struct Redis;
-
-impl Engine for Redis {
-    type Store = RedisLocks;
-
-    async fn open(&self, limits: Limits) -> RedisLocks {
-        let config = RedisConfig::new()
-            .with_max_name_len(limits.max_name_len)
-            .with_max_owner_len(limits.max_owner_len);
-        store_with(config).await
-    }
-
-    async fn advance(&self, store: &RedisLocks, by: Duration) {
-        store.advance_test_clock(by).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+const REDIS: alkstore_kit_harness::Conformance<common::Fixture> =
+    alkstore_kit_harness::Conformance(common::Fixture);
 
 fn run(test: impl Future<Output = ()>) {
     runtime().block_on(test);
@@ -77,7 +62,7 @@ fn memory_force_release_of_a_lapsed_lease_breaks_no_waiter() {
 
 #[test]
 fn redis_force_release_of_a_lapsed_lease_breaks_no_waiter() {
-    run(force_release_of_a_lapsed_lease_breaks_no_waiter(&Redis));
+    run(force_release_of_a_lapsed_lease_breaks_no_waiter(&REDIS));
 }
 
 /// What held up: force_release while a hand-off is pending (released to the first waiter,
@@ -109,7 +94,7 @@ fn memory_force_release_of_a_pending_hand_off() {
 
 #[test]
 fn redis_force_release_of_a_pending_hand_off() {
-    run(force_release_of_a_pending_hand_off(&Redis));
+    run(force_release_of_a_pending_hand_off(&REDIS));
 }
 
 /// A waiter whose bounded wait is over (5 s, and 6 s have passed) but which has not been
@@ -144,7 +129,7 @@ fn memory_a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over() {
 
 #[test]
 fn redis_a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over() {
-    run(a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over(&Redis));
+    run(a_release_never_hands_the_lease_to_a_waiter_whose_wait_is_over(&REDIS));
 }
 
 // -------------------------------------------------------------------------------------------

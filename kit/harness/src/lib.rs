@@ -38,6 +38,8 @@
 //! alkstore_kit_harness::cancel_tests!(common::Fixture);
 //! alkstore_kit_harness::tracing_tests!(common::Fixture); // needs the engine's `tracing`
 //! ```
+//! The conformance suite runs on a fixture through [`Conformance`].
+//!
 //! The fault tests use [`Fixture::FAULT_PORTS`] by index (see [`ports`]); tests of one binary
 //! run in parallel, so no two of them share a port. The engine's own tests (other binaries)
 //! may reuse the ports: cargo runs test binaries one after another.
@@ -51,13 +53,17 @@
 use alkstore_kit::{Locks, Protocol};
 
 pub mod cancel;
+mod conformance;
 pub mod contract;
 pub mod faults;
 pub mod processes;
+pub mod runtimes;
 pub mod support;
 pub mod tracing;
+pub mod waiting;
 
 pub use alkstore_kit::CommonConfig;
+pub use conformance::Conformance;
 pub use support::fresh_scope;
 
 /// The engine's config type.
@@ -139,11 +145,11 @@ pub trait Server: Send + Sync {
     fn sessions_accepted(&self) -> u64;
 }
 
-/// Expands to one `#[test]` per body of `$module`, each calling it with `$fixture`.
+/// Expands to one `#[test]` per `module::body`, each calling it with `$fixture`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __harness_tests {
-    ($fixture:expr, $module:ident, $($body:ident),* $(,)?) => {
+    ($fixture:expr, $($module:ident :: $body:ident),* $(,)?) => {
         $(
             #[test]
             fn $body() {
@@ -153,31 +159,36 @@ macro_rules! __harness_tests {
     };
 }
 
-/// The contract on the shared server (see [`contract`]).
+/// The contract on the shared server (see [`contract`], [`waiting`] and [`runtimes`]).
 #[macro_export]
 macro_rules! contract_tests {
     ($fixture:expr) => {
         $crate::__harness_tests!(
             $fixture,
-            contract,
-            a_held_name_is_busy_for_everyone_the_same_owner_included,
-            deadlines_are_on_the_servers_clock,
-            a_lapsed_lease_is_free_and_its_renew_and_release_are_refused,
-            renew_is_an_absolute_reset_and_refused_at_the_deadline,
-            release_never_frees_a_newer_lease,
-            tokens_strictly_increase_across_names_and_clones,
-            validation_errors_are_the_cores_and_need_no_server,
-            waiters_are_served_in_order_with_hand_off_and_no_barging,
-            a_waiter_takes_a_lease_that_lapses_at_its_deadline,
-            bounded_waits_end_with_none_and_leave_the_queue,
-            a_dropped_waiter_leaves_the_queue_and_passes_on_a_handed_lease,
-            dropping_a_handle_releases_it,
-            keep_alive_renews_and_lapsed_resolves_when_lost,
-            keep_alive_refuses_a_ttl_its_io_timeout_cannot_renew_in_time,
-            scopes_do_not_meet,
-            generic_code_runs_unchanged,
-            stores_are_clone_debug_send_sync,
-            every_future_is_a_named_send_type,
+            contract::a_held_name_is_busy_for_everyone_the_same_owner_included,
+            contract::deadlines_are_on_the_servers_clock,
+            contract::a_lapsed_lease_is_free_and_its_renew_and_release_are_refused,
+            contract::renew_is_an_absolute_reset_and_refused_at_the_deadline,
+            contract::release_never_frees_a_newer_lease,
+            contract::tokens_strictly_increase_across_names_and_clones,
+            contract::validation_errors_are_the_cores_and_need_no_server,
+            contract::dropping_a_handle_releases_it,
+            contract::scopes_do_not_meet,
+            contract::generic_code_runs_unchanged,
+            contract::stores_are_clone_debug_send_sync,
+            contract::every_future_is_a_named_send_type,
+            waiting::waiters_are_served_in_order_with_hand_off_and_no_barging,
+            waiting::a_waiter_takes_a_lease_that_lapses_at_its_deadline,
+            waiting::bounded_waits_end_with_none_and_leave_the_queue,
+            waiting::a_dropped_waiter_leaves_the_queue_and_passes_on_a_handed_lease,
+            waiting::keep_alive_renews_and_lapsed_resolves_when_lost,
+            waiting::keep_alive_refuses_a_ttl_its_io_timeout_cannot_renew_in_time,
+            runtimes::extreme_ttls_and_waits_work,
+            runtimes::timeout_zero_answers_exactly_as_try_lock,
+            runtimes::drops_outside_a_runtime_do_not_panic,
+            runtimes::a_store_from_a_dropped_runtime_answers_promptly,
+            runtimes::a_lock_dropped_when_its_runtime_shuts_down_is_released,
+            runtimes::a_lock_dropped_on_a_thread_without_a_runtime_is_released_before_the_drop_returns,
         );
     };
 }
@@ -188,14 +199,13 @@ macro_rules! fault_tests {
     ($fixture:expr) => {
         $crate::__harness_tests!(
             $fixture,
-            faults,
-            child,
-            a_killed_holders_lease_lapses_and_the_head_waiter_of_another_process_gets_it,
-            a_restart_keeps_tokens_increasing_and_the_store_recovers,
-            a_paused_server_gives_unavailable_within_the_io_timeout,
-            a_bounded_wait_counts_from_its_first_poll_and_ends_within_wait_plus_io_timeout_while_frozen,
-            a_waiter_whose_sessions_are_killed_still_gets_the_lease,
-            a_crashed_unbounded_waiter_is_skipped_once_its_heartbeat_expires,
+            faults::child,
+            faults::a_killed_holders_lease_lapses_and_the_head_waiter_of_another_process_gets_it,
+            faults::a_restart_keeps_tokens_increasing_and_the_store_recovers,
+            faults::a_paused_server_gives_unavailable_within_the_io_timeout,
+            faults::a_bounded_wait_counts_from_its_first_poll_and_ends_within_wait_plus_io_timeout_while_frozen,
+            faults::a_waiter_whose_sessions_are_killed_still_gets_the_lease,
+            faults::a_crashed_unbounded_waiter_is_skipped_once_its_heartbeat_expires,
         );
     };
 }
@@ -206,9 +216,8 @@ macro_rules! process_tests {
     ($fixture:expr) => {
         $crate::__harness_tests!(
             $fixture,
-            processes,
-            child,
-            four_processes_never_overlap_and_tokens_increase_in_file_order,
+            processes::child,
+            processes::four_processes_never_overlap_and_tokens_increase_in_file_order,
         );
     };
 }
@@ -219,12 +228,11 @@ macro_rules! cancel_tests {
     ($fixture:expr) => {
         $crate::__harness_tests!(
             $fixture,
-            cancel,
-            dropped_try_locks_leave_no_lease_held_by_no_handle,
-            dropped_zero_waits_leave_no_lease_held_by_no_handle,
-            dropped_waiting_acquires_leave_no_waiter_and_no_lease_behind,
-            a_thousand_dropped_calls_open_no_new_sessions,
-            a_holders_keep_alive_survives_callers_that_time_out_around_it,
+            cancel::dropped_try_locks_leave_no_lease_held_by_no_handle,
+            cancel::dropped_zero_waits_leave_no_lease_held_by_no_handle,
+            cancel::dropped_waiting_acquires_leave_no_waiter_and_no_lease_behind,
+            cancel::a_thousand_dropped_calls_open_no_new_sessions,
+            cancel::a_holders_keep_alive_survives_callers_that_time_out_around_it,
         );
     };
 }
@@ -235,8 +243,7 @@ macro_rules! tracing_tests {
     ($fixture:expr) => {
         $crate::__harness_tests!(
             $fixture,
-            tracing,
-            grants_hand_offs_losses_force_releases_and_unavailable_are_traced,
+            tracing::grants_hand_offs_losses_force_releases_and_unavailable_are_traced,
         );
     };
 }

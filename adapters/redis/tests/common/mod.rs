@@ -4,10 +4,8 @@
 #![allow(dead_code, reason = "each test binary uses part of it")]
 
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use alkstore_kit_harness::CommonConfig;
+use alkstore_kit_harness::{CommonConfig, support};
 use alkstore_redis::{Redis, RedisConfig, RedisLocks};
 
 /// The Redis engine for the shared suites: scopes are namespaces; fault servers are
@@ -72,11 +70,7 @@ impl alkstore_kit_harness::Server for RedisServer {
 
 /// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
 pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
+    support::runtime()
 }
 
 /// The shared test server's URL. Tests FAIL without it: run them with `make test-redis`.
@@ -114,26 +108,12 @@ pub fn namespace_keys(ns: &str) -> Vec<String> {
 /// Waits (polling every 10 ms, up to 5 s) until `condition` holds; panics with `what` if it
 /// never does. For states that spawned tasks reach soon, not for timings.
 pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !condition() {
-        assert!(start.elapsed() < Duration::from_secs(5), "never: {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    alkstore_kit_harness::support::wait_until(what, &mut condition);
 }
 
 /// A namespace no other test (or run) uses.
 pub fn fresh_namespace() -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "t{}-{}-{}",
-        std::process::id(),
-        nanos % 1_000_000_000_000,
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    alkstore_kit_harness::fresh_scope()
 }
 
 /// A store on the shared server, in a fresh namespace.
@@ -165,11 +145,7 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start(port: u16) -> RedisServer {
-        let dir = std::env::temp_dir().join(format!(
-            "alkstore-redis-fault-{port}-{}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = support::scratch_dir("redis", port);
         let mut server = RedisServer {
             port,
             dir,
@@ -184,15 +160,15 @@ impl RedisServer {
     }
 
     pub fn launch(&mut self) {
+        let port = self.port;
         assert!(
-            !self.answers(),
-            "something already listens on 127.0.0.1:{}; not touching it",
-            self.port
+            !support::listens(port),
+            "something already listens on 127.0.0.1:{port}; not touching it"
         );
         let pidfile = self.dir.join("redis.pid");
         let _ = std::fs::remove_file(&pidfile);
         let status = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .arg("--dir")
             .arg(&self.dir)
             .args(["--save", "", "--appendonly", "no", "--daemonize", "yes"])
@@ -203,46 +179,19 @@ impl RedisServer {
             .status()
             .expect("redis-server runs (make setup installs it)");
         assert!(status.success());
-        let start = Instant::now();
-        while !self.answers() {
-            assert!(
-                start.elapsed() < Duration::from_secs(5),
-                "redis-server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        support::wait_until("redis-server answers", || {
+            self.cli(&["ping"]).starts_with("PONG")
+        });
         let pid = std::fs::read_to_string(&pidfile).unwrap();
         self.pid = Some(pid.trim().parse().unwrap());
     }
 
-    fn answers(&self) -> bool {
-        Command::new("redis-cli")
-            .args(["-p", &self.port.to_string(), "ping"])
-            .output()
-            .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
-    }
-
-    fn signal(&self, signal: &str) {
-        if let Some(pid) = self.pid {
-            let _ = Command::new("kill")
-                .args([signal, &pid.to_string()])
-                .status();
-        }
-    }
-
     /// Kills the server (SIGKILL: no chance to save anything) and waits until it is gone.
     pub fn kill(&mut self) {
-        self.signal("-CONT");
-        self.signal("-KILL");
         if let Some(pid) = self.pid.take() {
-            let start = Instant::now();
-            while std::path::Path::new(&format!("/proc/{pid}")).exists()
-                && std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                    .is_ok_and(|s| !s.contains(") Z "))
-            {
-                assert!(start.elapsed() < Duration::from_secs(5));
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            support::signal(pid, "-CONT");
+            support::signal(pid, "-KILL");
+            support::wait_gone(pid);
         }
     }
 
@@ -254,12 +203,16 @@ impl RedisServer {
 
     /// SIGSTOP: the server keeps its connections but answers nothing.
     pub fn pause(&self) {
-        self.signal("-STOP");
+        self.pid
+            .into_iter()
+            .for_each(|pid| support::signal(pid, "-STOP"));
     }
 
     /// SIGCONT.
     pub fn resume(&self) {
-        self.signal("-CONT");
+        self.pid
+            .into_iter()
+            .for_each(|pid| support::signal(pid, "-CONT"));
     }
 
     /// Runs redis-cli with `args` against this server.
@@ -268,7 +221,7 @@ impl RedisServer {
             .args(["-p", &self.port.to_string()])
             .args(args)
             .output()
-            .unwrap();
+            .expect("redis-cli runs (make setup installs it)");
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
