@@ -1,22 +1,66 @@
-//! Cancel safety, written once: every operation runs in a task of its own.
+//! Cancel safety, written once: an operation a caller stops waiting for runs on to its end
+//! in a task of its own.
 //!
-//! A caller that stops waiting (its own timeout, a `select!` that lost, a dropped task) drops
-//! only its side of a channel; the operation runs on to its end, so a connection is never
-//! cut in the middle of a call, and whatever the operation brought back is dropped in the
-//! task: a grant nobody receives is a [`Lock`](crate::Lock) dropped, which releases it; a
-//! waiter's step nobody receives drops an [`Undo`](crate::cleanup::Undo), which withdraws
-//! the waiter. Each operation is bounded by the `io_timeout` inside its task.
+//! The operation is polled in the caller's task while the caller waits (no task hand-off and
+//! no thread wake-up on the way: the round trip costs what the engine's does). A caller that
+//! stops waiting (its own timeout, a `select!` that lost, a dropped task) drops the
+//! [`Detached`] future, whose `Drop` moves the unfinished operation into a task spawned on
+//! the runtime it started on: it runs on to its end, so a connection is never cut in the
+//! middle of a call, and whatever the operation brought back is dropped in that task: a grant
+//! nobody receives is a [`Lock`](crate::Lock) dropped, which releases it; a waiter's step
+//! nobody receives drops an [`Undo`](crate::cleanup::Undo), which withdraws the waiter. If
+//! that runtime is shutting down, the task is dropped unfinished, and so are the clean-ups
+//! inside the operation, which then run on their fallback thread. Each operation is bounded
+//! by the `io_timeout`.
 
 use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use std::time::Duration;
 
 use alkstore_mem::LockError;
-use tokio::sync::oneshot;
+use tokio::runtime::Handle;
 
 use crate::errors::unavailable;
 
-/// Runs `op` within `io` in a task on the current runtime and waits for its answer. Dropping
-/// the returned future leaves the task running; its answer is then dropped there.
+/// An operation, boxed so that it can move into a task.
+type Op<T> = Pin<Box<dyn Future<Output = Result<T, LockError>> + Send>>;
+
+/// An operation in flight: polled by its caller, moved into a task of its own if the caller
+/// drops it unfinished.
+struct Detached<T: Send + 'static> {
+    op: Option<Op<T>>,
+    runtime: Handle,
+}
+
+impl<T: Send + 'static> Future for Detached<T> {
+    type Output = Result<T, LockError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let Some(op) = self.op.as_mut() else {
+            return Poll::Ready(Err(unavailable("polled after it resolved")));
+        };
+        let answer = std::task::ready!(op.as_mut().poll(cx));
+        self.op = None;
+        Poll::Ready(answer)
+    }
+}
+
+impl<T: Send + 'static> Drop for Detached<T> {
+    fn drop(&mut self) {
+        if let Some(op) = self.op.take() {
+            // Nobody waits any more: the operation ends in a task, and its answer is dropped
+            // there (see the module docs).
+            self.runtime.spawn(async move {
+                drop(op.await);
+            });
+        }
+    }
+}
+
+/// Runs `op` within `io` and waits for its answer. Dropping the returned future before it
+/// resolved moves `op` into a task on the current runtime, which runs it to its end and drops
+/// its answer there.
 ///
 /// Without a tokio runtime it answers `Unavailable` at once (the engines' I/O needs one).
 pub(crate) async fn detached<T: Send + 'static>(
@@ -24,29 +68,24 @@ pub(crate) async fn detached<T: Send + 'static>(
     io: Duration,
     op: impl Future<Output = Result<T, LockError>> + Send + 'static,
 ) -> Result<T, LockError> {
-    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+    let Ok(runtime) = Handle::try_current() else {
         return Err(unavailable(format!(
             "{engine}: no tokio runtime on this thread (a store's calls run on tokio)"
         )));
     };
-    let (tx, rx) = oneshot::channel();
-    runtime.spawn(async move {
-        let answer = match tokio::time::timeout(io, op).await {
+    let op = async move {
+        match tokio::time::timeout(io, op).await {
             Ok(answer) => answer,
             Err(_) => Err(unavailable(format!(
                 "{engine} did not answer within {io:?}"
             ))),
-        };
-        // Nobody waits any more: the answer is dropped here (see the module docs).
-        let _ = tx.send(answer);
-    });
-    match rx.await {
-        Ok(answer) => answer,
-        // The task was dropped unfinished: its runtime is shutting down.
-        Err(_) => Err(unavailable(format!(
-            "{engine}: the runtime shut down during the call"
-        ))),
+        }
+    };
+    Detached {
+        op: Some(Box::pin(op)),
+        runtime,
     }
+    .await
 }
 
 #[cfg(test)]

@@ -83,8 +83,8 @@ pub use store::Redis;
 /// Cheap to clone: clones share one multiplexed connection (which reconnects by itself) and
 /// one pub/sub subscriber. Every operation validates its input locally with the core's
 /// checks, then runs one Lua script that reads the server's `TIME`, decides and writes
-/// atomically, in a task of its own (so a caller that stops waiting never cuts a call in
-/// half). [`snapshot`](alkstore_kit::Locks::snapshot) lists the namespace's keys with `SCAN`
+/// atomically; a call whose caller stops waiting runs on to its end in a task of its own
+/// (so it is never cut in half). [`snapshot`](alkstore_kit::Locks::snapshot) lists the namespace's keys with `SCAN`
 /// (in steps, never blocking the server for long) and reads them in batches. See the
 /// [crate docs](crate) for the model and the guarantees.
 ///

@@ -183,6 +183,7 @@ macro_rules! contract_tests {
             waiting::a_dropped_waiter_leaves_the_queue_and_passes_on_a_handed_lease,
             waiting::keep_alive_renews_and_lapsed_resolves_when_lost,
             waiting::keep_alive_refuses_a_ttl_its_io_timeout_cannot_renew_in_time,
+            waiting::sixteen_tasks_on_one_store_never_overlap_and_tokens_increase_in_order,
             runtimes::extreme_ttls_and_waits_work,
             runtimes::timeout_zero_answers_exactly_as_try_lock,
             runtimes::drops_outside_a_runtime_do_not_panic,

@@ -2,6 +2,8 @@
 //! taken by the first waiter at its deadline, bounded and dropped waits, `keep_alive` and
 //! `lapsed`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
@@ -169,5 +171,43 @@ pub fn keep_alive_refuses_a_ttl_its_io_timeout_cannot_renew_in_time<F: Fixture>(
         let options = alkstore_mem::LockOptions::ttl(ms(300)).keep_alive(Duration::ZERO);
         let ran = alkstore_mem::with_lock(&locks, "short", "b", options, |_| async {}).await;
         assert!(matches!(ran, Err(LockError::InvalidTtl { .. })), "{ran:?}");
+    });
+}
+
+/// Sixteen tasks on one store (one connection), by `acquire` and by `try_lock` in a loop, on
+/// one name: never two holders, and tokens increase in grant order.
+pub fn sixteen_tasks_on_one_store_never_overlap_and_tokens_increase_in_order<F: Fixture>(f: &F) {
+    run(async {
+        let locks = store(f).await;
+        let inside = Arc::new(AtomicU32::new(0));
+        let last = Arc::new(AtomicU64::new(0));
+        let mut tasks = Vec::new();
+        for t in 0..16 {
+            let (locks, inside, last) = (locks.clone(), inside.clone(), last.clone());
+            tasks.push(tokio::spawn(async move {
+                let (owner, ttl) = (format!("t{t}"), Duration::from_secs(10));
+                for i in 0..25 {
+                    let lock = if (t + i) % 3 == 0 {
+                        loop {
+                            if let Some(l) = locks.try_lock("hot", &owner, ttl).await.unwrap() {
+                                break l;
+                            }
+                            tokio::task::yield_now().await;
+                        }
+                    } else {
+                        locks.acquire("hot", &owner, ttl).await.unwrap().unwrap()
+                    };
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders");
+                    let prev = last.swap(lock.token(), Ordering::SeqCst);
+                    assert!(lock.token() > prev, "token {} after {prev}", lock.token());
+                    tokio::task::yield_now().await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    assert!(lock.release().await.unwrap());
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
     });
 }
