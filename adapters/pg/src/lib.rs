@@ -143,9 +143,9 @@ pub use store::Pg;
 /// Cheap to clone: clones share one connection pool and one listening connection. Every
 /// operation validates its input locally with the core's checks, then calls one plpgsql
 /// function of the store's schema that reads the server's `clock_timestamp()`, decides under
-/// the lease row's lock and writes, in one round trip, in a task of its own (a caller that
-/// stops waiting never cuts a call on a pooled connection). See the [crate docs](crate) for
-/// the model and the guarantees.
+/// the lease row's lock and writes, in one round trip (a caller that stops waiting never cuts
+/// a call on a pooled connection: the call runs on to its end in a task of its own). See the
+/// [crate docs](crate) for the model and the guarantees.
 ///
 /// [`connect`](alkstore_kit::Locks::connect) takes `postgres://user:password@host:port/db`
 /// or the `key=value` form, with the default [`PgConfig`] (schema `"alkstore"`, 2 s
