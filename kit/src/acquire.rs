@@ -1,34 +1,13 @@
-//! [`Acquire`]: waiting for a lock, FIFO across processes, written once for every engine.
-//!
-//! # The waiting protocol
-//! - Each step is one [`Protocol::step`]: if the name is free and nobody waits, it is granted
-//!   at once; with no wait allowed (`timeout(Duration::ZERO)`) it answers busy; otherwise the
-//!   waiter joins the name's queue (in arrival order) with an entry holding its owner, ttl,
-//!   wait deadline and heartbeat expiry.
-//! - Before it queues, the waiter registers for wake-ups (without waiting for the
-//!   subscription: once it listens, the listener wakes every registered sleeper to re-check,
-//!   so nothing published in between is missed).
-//! - Whoever finds the lease released or lapsed grants it, inside that same operation, to the
-//!   first live waiter and wakes it. Nobody barges: a `try_lock` that meets a queue gets
-//!   `None`.
-//! - A waiter sleeps until woken, or the first of: the holder's deadline (only the first
-//!   waiter: the lease may lapse with nobody to release it), its own wait deadline, and its
-//!   heartbeat. Each wake-up is one more step. A crashed waiter stops refreshing its
-//!   heartbeat; once three heartbeat periods pass, whoever settles the lock skips it.
-//! - A bounded wait counts from the future's first poll, on the local clock; the first step
-//!   hands the engine what is left of it. Once `wait` has passed, no step starts but one,
-//!   which picks up a lease handed over meanwhile or leaves the queue. A step still
-//!   unanswered at `wait + io_timeout` is given up (`Unavailable`).
-//! - Dropping the future (or an error) withdraws the waiter: its entry leaves the queue, and
-//!   a lease handed to it goes on to the next waiter. A step in flight runs on in its task and
-//!   withdraws the waiter again once it has answered (so a step that runs after the first
-//!   withdrawal cannot leave a grant or an entry behind).
+//! [`Acquire`]: waiting for a lock, FIFO across processes, written once for every engine
+//! (the waiting protocol is described on [`Acquire`]).
 
 use core::fmt;
 use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use alkstore_mem::contract::{AcquireRequest, PendingAcquire};
 use alkstore_mem::{BoxedFuture, LockError};
@@ -44,7 +23,32 @@ use crate::store::Locks;
 ///
 /// Resolves to `Ok(Some(lock))` once granted, `Ok(None)` when a bounded wait elapsed first,
 /// the request's validation error, or [`LockError::Unavailable`]. Dropping it withdraws the
-/// request (cancel-safe: see [`Locks::acquire`]). `Send` and `'static`.
+/// request (cancel-safe: see below). `Send` and `'static`.
+///
+/// # The waiting protocol
+/// - Each step is one [`Protocol::step`]: if the name is free and nobody waits, it is granted
+///   at once; with no wait allowed (`timeout(Duration::ZERO)`) it answers busy; otherwise the
+///   waiter joins the name's queue (in arrival order) with an entry holding its owner, ttl,
+///   wait deadline and heartbeat expiry.
+/// - Before it queues, the waiter registers for wake-ups (without waiting for the
+///   subscription: once it listens, the listener wakes every registered sleeper to re-check,
+///   so nothing published in between is missed).
+/// - Whoever finds the lease released or lapsed grants it, inside that same operation, to the
+///   first live waiter and wakes it. Nobody barges: a `try_lock` that meets a queue gets
+///   `None`.
+/// - A waiter sleeps until woken, or the first of: the holder's deadline (only the first
+///   waiter: the lease may lapse with nobody to release it), its own wait deadline, and its
+///   heartbeat. Each wake-up is one more step. A crashed waiter stops refreshing its
+///   heartbeat; once three heartbeat periods pass, whoever settles the lock skips it.
+/// - A bounded wait counts from the future's first poll, on tokio's clock (the local clock,
+///   or tokio's paused test clock, on which the kit also sleeps); the first step
+///   hands the engine what is left of it. Once `wait` has passed, no step starts but one,
+///   which picks up a lease handed over meanwhile or leaves the queue. A step still
+///   unanswered at `wait + io_timeout` is given up (`Unavailable`).
+/// - Dropping the future (or an error) withdraws the waiter: its entry leaves the queue, and
+///   a lease handed to it goes on to the next waiter. A step in flight runs on in its task and
+///   withdraws the waiter again once it has answered (so a step that runs after the first
+///   withdrawal cannot leave a grant or an entry behind).
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
 pub struct Acquire<P: Protocol>(PendingAcquire<Locks<P>, Lock<P>>);
 
@@ -197,6 +201,8 @@ async fn wait_for<P: Protocol>(
     request: AcquireRequest<Locks<P>>,
     started: Instant,
 ) -> Result<Option<Lock<P>>, LockError> {
+    // Its timers need a runtime: without one, refuse as every call does.
+    crate::call::need_runtime(P::NAME)?;
     let store = request.store.clone();
     let id = crate::new_id();
     let config = store.config();
@@ -228,7 +234,7 @@ async fn wait_for<P: Protocol>(
         let call = step(&store, &request, &id, wait_left, deadline);
         let answer = match bounds.limit {
             None => call.await,
-            Some(limit) => match tokio::time::timeout_at(limit.into(), call).await {
+            Some(limit) => match tokio::time::timeout_at(limit, call).await {
                 Ok(answer) => answer,
                 // The wait and one io_timeout have passed, and the engine has not answered
                 // (the guard withdraws the entry; the step's task does again when it ends).
@@ -290,12 +296,17 @@ async fn wait_for<P: Protocol>(
                     // The step in flight at the end said "queued": one last step, at once.
                     continue;
                 }
+                // A deadline the engine's own clock has passed already tells nothing to wait
+                // for (the step settles lapsed leases and ends waits that are over): one in
+                // the past would only make the waiter step again at once, for as long as the
+                // engine says so. It sleeps its heartbeat instead (or until woken).
+                let ahead = |at: Option<alkstore_mem::Timestamp>| at.filter(|at| *at > now);
                 let now = Anchor::new(now, sent);
                 let mut pause = heartbeat;
-                if let Some(at) = wait_deadline {
+                if let Some(at) = ahead(wait_deadline) {
                     pause = pause.min(now.until(at));
                 }
-                if let Some(holder) = head_holder {
+                if let Some(holder) = ahead(head_holder) {
                     pause = pause.min(now.until(holder));
                 }
                 if let Some(left) = bounds.left() {

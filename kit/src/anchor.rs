@@ -1,12 +1,15 @@
 //! [`Anchor`]: a reading of the engine's clock tied to the local instant its request was sent,
 //! so that a handle can estimate the engine's time without asking.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use alkstore_mem::Timestamp;
 
 /// A reply's reading of the engine's lease clock, with the local instant its request was
-/// SENT at.
+/// SENT at, on tokio's clock: the one the kit's timers sleep on (under tokio's paused test
+/// clock, estimates and sleeps move together).
 ///
 /// The engine read its clock after the request left (and the reply took time to come back),
 /// so `server + (now - sent)` is never behind the engine's real time: the estimate errs

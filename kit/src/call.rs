@@ -1,66 +1,38 @@
-//! Cancel safety, written once: an operation a caller stops waiting for runs on to its end
-//! in a task of its own.
+//! Cancel safety, written once: every operation runs in a task of its own (after its first
+//! poll, which runs in the caller's, so that requests leave in the order they are made).
 //!
-//! The operation is polled in the caller's task while the caller waits (no task hand-off and
-//! no thread wake-up on the way: the round trip costs what the engine's does). A caller that
-//! stops waiting (its own timeout, a `select!` that lost, a dropped task) drops the
-//! [`Detached`] future, whose `Drop` moves the unfinished operation into a task spawned on
-//! the runtime it started on: it runs on to its end, so a connection is never cut in the
-//! middle of a call, and whatever the operation brought back is dropped in that task: a grant
-//! nobody receives is a [`Lock`](crate::Lock) dropped, which releases it; a waiter's step
-//! nobody receives drops an [`Undo`](crate::cleanup::Undo), which withdraws the waiter. If
-//! that runtime is shutting down, the task is dropped unfinished, and so are the clean-ups
-//! inside the operation, which then run on their fallback thread. Each operation is bounded
-//! by the `io_timeout`.
+//! A caller that stops waiting (its own timeout, a `select!` that lost, a dropped task) drops
+//! only its side of a channel; the operation runs on to its end, so a connection is never
+//! cut in the middle of a call, and whatever the operation brought back is dropped in the
+//! task: a grant nobody receives is a [`Lock`](crate::Lock) dropped, which releases it; a
+//! waiter's step nobody receives drops an [`Undo`](crate::cleanup::Undo), which withdraws
+//! the waiter. Each operation is bounded by the `io_timeout` inside its task.
 
-use core::future::Future;
-use core::pin::Pin;
-use core::task::{Context, Poll};
+use core::future::{Future, poll_fn};
+use core::task::Poll;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use alkstore_mem::LockError;
-use tokio::runtime::Handle;
+use tokio::sync::oneshot;
 
 use crate::errors::unavailable;
 
-/// An operation, boxed so that it can move into a task.
-type Op<T> = Pin<Box<dyn Future<Output = Result<T, LockError>> + Send>>;
-
-/// An operation in flight: polled by its caller, moved into a task of its own if the caller
-/// drops it unfinished.
-struct Detached<T: Send + 'static> {
-    op: Option<Op<T>>,
-    runtime: Handle,
+/// `Unavailable` when the calling thread has no tokio runtime: the kit's calls, timers and
+/// the engines' I/O need one. Checked before anything that would panic without it.
+pub(crate) fn need_runtime(engine: &str) -> Result<tokio::runtime::Handle, LockError> {
+    tokio::runtime::Handle::try_current().map_err(|_| {
+        unavailable(format!(
+            "{engine}: no tokio runtime on this thread (a store's calls run on tokio)"
+        ))
+    })
 }
 
-impl<T: Send + 'static> Future for Detached<T> {
-    type Output = Result<T, LockError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(op) = self.op.as_mut() else {
-            return Poll::Ready(Err(unavailable("polled after it resolved")));
-        };
-        let answer = std::task::ready!(op.as_mut().poll(cx));
-        self.op = None;
-        Poll::Ready(answer)
-    }
-}
-
-impl<T: Send + 'static> Drop for Detached<T> {
-    fn drop(&mut self) {
-        if let Some(op) = self.op.take() {
-            // Nobody waits any more: the operation ends in a task, and its answer is dropped
-            // there (see the module docs).
-            self.runtime.spawn(async move {
-                drop(op.await);
-            });
-        }
-    }
-}
-
-/// Runs `op` within `io` and waits for its answer. Dropping the returned future before it
-/// resolved moves `op` into a task on the current runtime, which runs it to its end and drops
-/// its answer there.
+/// Runs `op` within `io`: its first poll here, in the caller's poll, so that requests leave
+/// in the order they are made (a later call of the same task cannot overtake it) and an
+/// answer ready at once costs no task; the rest in a task on the current runtime, whose
+/// answer this waits for. Dropping the returned future leaves the task running; its answer
+/// is then dropped there.
 ///
 /// Without a tokio runtime it answers `Unavailable` at once (the engines' I/O needs one).
 pub(crate) async fn detached<T: Send + 'static>(
@@ -68,24 +40,53 @@ pub(crate) async fn detached<T: Send + 'static>(
     io: Duration,
     op: impl Future<Output = Result<T, LockError>> + Send + 'static,
 ) -> Result<T, LockError> {
-    let Ok(runtime) = Handle::try_current() else {
-        return Err(unavailable(format!(
-            "{engine}: no tokio runtime on this thread (a store's calls run on tokio)"
-        )));
-    };
-    let op = async move {
+    let runtime = need_runtime(engine)?;
+    let call = Box::pin(async move {
         match tokio::time::timeout(io, op).await {
             Ok(answer) => answer,
             Err(_) => Err(unavailable(format!(
                 "{engine} did not answer within {io:?}"
             ))),
         }
+    });
+    let mut first = Some(call);
+    // Ready at its first poll: the call answered, or it is handed to a task in that same
+    // poll (so no drop of the caller's future falls in between).
+    let rest = poll_fn(|cx| {
+        let Some(mut call) = first.take() else {
+            return Poll::Pending;
+        };
+        Poll::Ready(
+            match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(cx))) {
+                Ok(Poll::Ready(answer)) => Err(answer),
+                Ok(Poll::Pending) => Ok(call),
+                // The engine panicked: what the call held is dropped (and undone) here.
+                Err(_) => Err(Err(unavailable(format!(
+                    "{engine} panicked during the call"
+                )))),
+            },
+        )
+    })
+    .await;
+    let call = match rest {
+        Ok(call) => call,
+        Err(answer) => return answer,
     };
-    Detached {
-        op: Some(Box::pin(op)),
-        runtime,
+    let (tx, rx) = oneshot::channel();
+    runtime.spawn(async move {
+        let answer = call.await;
+        // Nobody waits any more: the answer is dropped here (see the module docs).
+        let _ = tx.send(answer);
+    });
+    match rx.await {
+        Ok(answer) => answer,
+        // The task was dropped unfinished: its runtime is shutting down (or the engine
+        // panicked).
+        Err(_) => Err(unavailable(format!(
+            "{engine}: the call ended without an answer (its runtime shut down, or the \
+             engine panicked)"
+        ))),
     }
-    .await
 }
 
 #[cfg(test)]

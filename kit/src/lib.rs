@@ -12,7 +12,8 @@
 //! - `keep_alive` and `lapsed` ([`Lock::keep_alive`], [`Lock::lapsed`]), never past the
 //!   deadline by a local estimate of the engine's clock that errs early;
 //! - release on drop, also while the runtime shuts down or with no runtime at all;
-//! - cancel safety: every operation runs in a task of its own, so a caller that stops
+//! - cancel safety: every operation runs in a task of its own (its first poll in the
+//!   caller's, so that requests leave in the order they are made), so a caller that stops
 //!   waiting never cuts a call in half nor throws a healthy connection away, and whatever
 //!   the call brought back (a grant, a place in a queue) is undone there;
 //! - the shared config limits ([`CommonConfig`], [`common_config!`]), request ids

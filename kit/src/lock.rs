@@ -3,7 +3,9 @@
 
 use core::fmt;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Timestamp};
 
@@ -40,23 +42,53 @@ pub struct Lock<P: Protocol> {
 }
 
 /// The lease as of the last grant or renewal, and the last reading of the engine's clock.
+///
+/// Which of two replies is the newer: one whose request was sent after the other's reply
+/// arrived ran later on the engine, whatever its clock says (it may have stepped back: an NTP
+/// step, a failover to a replica behind); of two calls in flight together (renewals racing on
+/// one handle, which is `Sync`), the one the engine's clock reads later.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Live {
     pub(crate) deadline: Timestamp,
     pub(crate) ttl: Duration,
-    /// The engine's time of the grant or renewal that set `deadline` and `ttl`: renewals
-    /// racing on one handle (it is `Sync`) are applied in the engine's order, never an older
-    /// one over a newer.
+    /// The engine's time of the grant or renewal that set `deadline` and `ttl`.
     renewed_at: Timestamp,
+    /// When the reply of that grant or renewal arrived, on the local clock.
+    renewed_seen: Instant,
     pub(crate) anchor: Anchor,
+    /// When the reply that gave `anchor` arrived, on the local clock.
+    seen: Instant,
 }
 
 impl Live {
+    /// Whether a reply read `server` on the engine's clock, to a request sent at `sent`, is
+    /// newer than the one read at `then` that arrived at `then_seen`.
+    fn newer(sent: Instant, server: Timestamp, then_seen: Instant, then: Timestamp) -> bool {
+        sent >= then_seen || server >= then
+    }
+
     /// Takes a newer reading of the engine's clock; an older one (a reply that overtook it)
     /// changes nothing.
     pub(crate) fn observe(&mut self, anchor: Anchor) {
-        if anchor.server >= self.anchor.server {
+        if Self::newer(anchor.local, anchor.server, self.seen, self.anchor.server) {
             self.anchor = anchor;
+            self.seen = Instant::now();
+        }
+    }
+
+    /// Takes the deadline and ttl of a renewal answered with `anchor`, unless a newer grant
+    /// or renewal set them.
+    fn renewed(&mut self, anchor: Anchor, deadline: Timestamp, ttl: Duration) {
+        if Self::newer(
+            anchor.local,
+            anchor.server,
+            self.renewed_seen,
+            self.renewed_at,
+        ) {
+            self.deadline = deadline;
+            self.ttl = ttl;
+            self.renewed_at = anchor.server;
+            self.renewed_seen = Instant::now();
         }
     }
 }
@@ -79,7 +111,9 @@ impl<P: Protocol> Lock<P> {
                 deadline: grant.deadline,
                 ttl,
                 renewed_at: anchor.server,
+                renewed_seen: Instant::now(),
                 anchor,
+                seen: Instant::now(),
             }),
             release_on_drop: true,
         }
@@ -204,12 +238,8 @@ impl<P: Protocol> Lock<P> {
             return Err(self.expired_at(anchor.server));
         };
         let mut live = self.live();
+        live.renewed(anchor, deadline, ttl);
         live.observe(anchor);
-        if anchor.server >= live.renewed_at {
-            live.deadline = deadline;
-            live.ttl = ttl;
-            live.renewed_at = anchor.server;
-        }
         Ok(())
     }
 
@@ -234,8 +264,9 @@ impl<P: Protocol> Lock<P> {
     /// task of its own, or the dropped lock releases it).
     ///
     /// # Errors
-    /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`
-    /// (the lease then lapses at its deadline).
+    /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`,
+    /// or the runtime shuts down during the call: the handle's drop then tries once more, as
+    /// any dropped lock's does (failing that, the lease lapses at its deadline).
     pub fn release(self) -> RemoteFuture<'static, bool> {
         BoxedFuture::new(async move {
             let mut lock = self;
@@ -247,9 +278,11 @@ impl<P: Protocol> Lock<P> {
                     store.shared.engine.release(&name, token, &rid).await
                 })
                 .await;
-            // Sent: the task runs it to its end even if this future is dropped now. (Dropped
-            // before this point, the lock's drop releases instead.)
-            lock.release_on_drop = false;
+            // Answered: done. (Dropped before this point, the lock's drop releases instead; and
+            // a call that failed, perhaps cut short by its runtime shutting down, is tried
+            // again by the drop, in the background or by the fallback: a second release of a
+            // released lease changes nothing.)
+            lock.release_on_drop = released.is_err();
             released
         })
     }

@@ -257,8 +257,9 @@ pub trait WakeSink: Sync {
 }
 
 /// An engine's wake-up source: one subscription, run until it fails. The kit runs it in a
-/// task of its own and runs it again with a backoff (20 ms doubling to 500 ms) after each
-/// failure; the task ends when the last clone of the store is dropped.
+/// task of its own, on the store's runtime, and runs it again with a backoff (20 ms doubling
+/// to 500 ms) after each failure (a return, or a panic); the task ends when the last clone of
+/// the store is dropped.
 pub trait Listener: Send + 'static {
     /// Subscribes, calls [`WakeSink::subscribed`] once listening, then delivers each message
     /// until the subscription fails. Never returns while it works.

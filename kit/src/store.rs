@@ -4,7 +4,9 @@
 use core::fmt;
 use core::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use alkstore_mem::validate::{check_name, check_request};
 use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Snapshot};
@@ -72,7 +74,7 @@ impl<P: Protocol> Locks<P> {
         Locks {
             shared: Arc::new(Shared {
                 engine,
-                wake: Wake::default(),
+                wake: Wake::new(),
             }),
         }
     }
@@ -87,7 +89,7 @@ impl<P: Protocol> Locks<P> {
         self.shared.engine.config()
     }
 
-    /// Runs `op` in a task of its own within the `io_timeout` (see [`detached`]); a failure
+    /// Runs `op` in a task of its own (its first poll here) within the `io_timeout` (see [`detached`]); a failure
     /// is reported as the core's `unavailable` event on `name`.
     pub(crate) async fn call<T: Send + 'static>(
         &self,
@@ -259,11 +261,16 @@ impl<P: Protocol> Locks<P> {
     /// The held leases and the queued waiters of every name, for operators and admin pages:
     /// leases sorted by name, waiters by name and then in the order they will be served.
     /// Each name is a consistent view; the whole may be read in steps (see the engine's docs).
+    /// Unlike the other calls, it runs in the caller's task, bounded by the engine per step
+    /// (not by one `io_timeout` for the whole).
     ///
     /// # Errors
-    /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`.
+    /// [`LockError::Unavailable`] when the engine does not answer a step within the
+    /// `io_timeout`, or with no tokio runtime on the thread.
     pub fn snapshot(&self) -> RemoteFuture<'_, Snapshot> {
         BoxedFuture::new(async move {
+            // The engine's I/O needs a runtime: without one, refuse as every call does.
+            crate::call::need_runtime(P::NAME)?;
             // A snapshot may take several steps, each bounded by the engine: not the kit's
             // single io_timeout.
             self.shared.engine.snapshot().await
@@ -278,6 +285,7 @@ impl<P: Protocol> Locks<P> {
     /// was built without its test clock.
     #[doc(hidden)]
     pub async fn advance_test_clock(&self, by: Duration) -> Result<(), LockError> {
+        crate::call::need_runtime(P::NAME)?;
         self.shared.engine.advance_test_clock(by).await
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use alkstore_mem::contract::next_renewal;
 use alkstore_mem::{BoxedFuture, LockError};
 
+use crate::call::need_runtime;
 use crate::errors::too_short_to_keep_alive;
 use crate::lock::{Live, Lock};
 use crate::protocol::{Protocol, Settings};
@@ -20,7 +21,9 @@ impl<P: Protocol> Lock<P> {
     /// Renews the lease to its [`ttl`](Self::ttl) every `every` and resolves only when it is
     /// lost, with why: [`LockError::Expired`] once a renewal is refused (lapsed, released
     /// elsewhere, force-released) or cannot be answered before the deadline,
-    /// [`LockError::Unavailable`] when the engine answered with an error. Takes `&self`:
+    /// [`LockError::Unavailable`] when a call failed first (the engine answered with an
+    /// error, or did not answer within the `io_timeout` while the deadline was further off;
+    /// also with no tokio runtime). Takes `&self`:
     /// race it against the work (`tokio::select!`), which may use the lock meanwhile.
     ///
     /// `every` zero means a third of the ttl; anything above half the ttl is half the ttl
@@ -42,6 +45,10 @@ impl<P: Protocol> Lock<P> {
         let ttl = self.ttl();
         if ttl < io_timeout.saturating_mul(2) {
             return too_short_to_keep_alive(ttl, io_timeout);
+        }
+        // Its timers need a runtime: without one, it ends as every call does.
+        if let Err(err) = need_runtime(P::NAME) {
+            return err;
         }
         // Wake-ups (a moved test clock, a force-release) make it ask the engine early. The
         // anchor was read before this registration: a wake-up published in between reached
@@ -99,6 +106,9 @@ impl<P: Protocol> Lock<P> {
     }
 
     async fn lapsed_inner(&self) -> LockError {
+        if let Err(err) = need_runtime(P::NAME) {
+            return err;
+        }
         let wake = self.store.register(crate::new_id());
         loop {
             let left = self.anchor().until(self.deadline());

@@ -33,9 +33,7 @@ async fn settle() {
 
 #[tokio::test(start_paused = true)]
 async fn try_lock_dropped_at_any_point_leaves_no_lease() {
-    // 2 ms: the timer wheel's ticks are 1 ms, and a call polled by its caller that ends on the
-    // caller's own tick wins it, so drop points up to 2.5 ms cut some calls and not others.
-    let locks = store(Duration::from_millis(2)).await;
+    let locks = store(Duration::from_millis(1)).await;
     let mut granted = 0;
     for (i, after) in steps(7, 1000).enumerate() {
         let name = format!("job-{}", i % 4);

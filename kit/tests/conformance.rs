@@ -21,7 +21,13 @@ impl Engine for ModelEngine {
             .with_max_name_len(limits.max_name_len)
             .with_max_owner_len(limits.max_owner_len)
             .with_io_timeout(Duration::from_millis(100));
-        Locks::connect_with("model://", config).await.unwrap()
+        let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
+        // A round trip takes time, as on a real engine: the suite's settles (one call each)
+        // give the store's background work (withdrawals, releases on drop) a chance to land.
+        // With none, a call the model answers at once costs nothing and 500 settles pass
+        // before a withdrawal's task is scheduled on a loaded machine.
+        locks.engine().set_delay(Duration::from_millis(1));
+        locks
     }
 
     async fn advance(&self, store: &Locks<Model>, by: Duration) {

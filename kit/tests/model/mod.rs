@@ -127,6 +127,31 @@ pub struct Model {
     marks: Arc<std::sync::atomic::AtomicBool>,
     /// How many operations reached the model.
     pub calls: Arc<AtomicU64>,
+    /// How many steps reached the model.
+    pub steps: Arc<AtomicU64>,
+    /// How many renewals reached the model.
+    pub renewals: Arc<AtomicU64>,
+    /// Nonsense a step answers with instead of the truth (see [`Nonsense`]).
+    nonsense: Arc<AtomicU64>,
+    /// How many times a listener started listening.
+    pub listens: Arc<AtomicU64>,
+    /// Whether listeners fail at once.
+    deaf: Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the next `*` makes a listener panic.
+    fragile: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Nonsense the model's steps can answer with, to test that the kit survives an engine that
+/// lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum Nonsense {
+    /// The truth.
+    None = 0,
+    /// `Queued`, first in line behind a holder whose deadline has passed.
+    HolderInThePast = 1,
+    /// `Queued`, with a wait deadline that has passed.
+    WaitDeadlineInThePast = 2,
 }
 
 impl Model {
@@ -143,6 +168,31 @@ impl Model {
     /// after a step can land before it).
     pub fn set_step_delay(&self, delay: Duration) {
         self.step_delay.store(nanos(delay), Ordering::SeqCst);
+    }
+
+    /// Sets the engine's clock to `nanos` (it may step back).
+    pub fn set_clock(&self, nanos: u64) {
+        self.state().now = nanos;
+    }
+
+    /// The engine's clock.
+    pub fn clock(&self) -> u64 {
+        self.state().now
+    }
+
+    /// Steps answer with `nonsense` from now on.
+    pub fn answer_with(&self, nonsense: Nonsense) {
+        self.nonsense.store(nonsense as u64, Ordering::SeqCst);
+    }
+
+    /// Listeners fail at once (their subscription returns as soon as it starts).
+    pub fn deafen(&self) {
+        self.deaf.store(true, Ordering::SeqCst);
+    }
+
+    /// The next `*` makes the listener that receives it panic.
+    pub fn break_listener(&self) {
+        self.fragile.store(true, Ordering::SeqCst);
     }
 
     /// Withdrawals leave no mark (a step that runs after one queues or grants again).
@@ -173,14 +223,31 @@ impl Model {
     }
 }
 
-pub struct Bell(broadcast::Receiver<String>);
+pub struct Bell {
+    rx: broadcast::Receiver<String>,
+    listens: Arc<AtomicU64>,
+    deaf: Arc<std::sync::atomic::AtomicBool>,
+    fragile: Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl Listener for Bell {
     async fn listen<'a>(&'a mut self, sink: &'a dyn WakeSink) {
+        self.listens.fetch_add(1, Ordering::SeqCst);
+        if self.deaf.load(Ordering::SeqCst) {
+            // The subscription fails at once.
+            return;
+        }
         sink.subscribed();
         loop {
-            match self.0.recv().await {
-                Ok(message) => sink.deliver(&message),
+            match self.rx.recv().await {
+                Ok(message) => {
+                    // A listener with a bug: a message it cannot parse makes it panic.
+                    assert!(
+                        !(message == "*" && self.fragile.swap(false, Ordering::SeqCst)),
+                        "the listener panics on a message"
+                    );
+                    sink.deliver(&message);
+                }
                 Err(broadcast::error::RecvError::Lagged(_)) => sink.subscribed(),
                 Err(broadcast::error::RecvError::Closed) => return,
             }
@@ -213,6 +280,12 @@ impl Clone for Model {
             step_delay: Arc::clone(&self.step_delay),
             marks: Arc::clone(&self.marks),
             calls: Arc::clone(&self.calls),
+            steps: Arc::clone(&self.steps),
+            renewals: Arc::clone(&self.renewals),
+            nonsense: Arc::clone(&self.nonsense),
+            listens: Arc::clone(&self.listens),
+            deaf: Arc::clone(&self.deaf),
+            fragile: Arc::clone(&self.fragile),
         }
     }
 }
@@ -236,6 +309,12 @@ impl Protocol for Model {
             step_delay: Arc::default(),
             marks: Arc::new(std::sync::atomic::AtomicBool::new(true)),
             calls: Arc::default(),
+            steps: Arc::default(),
+            renewals: Arc::default(),
+            nonsense: Arc::default(),
+            listens: Arc::default(),
+            deaf: Arc::default(),
+            fragile: Arc::default(),
         })
     }
 
@@ -270,11 +349,35 @@ impl Protocol for Model {
 
     async fn step(&self, step: Step<'_>) -> Result<StepReply, LockError> {
         let extra = self.step_delay.load(Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_nanos(extra)).await;
+        // Only when set: a sleep of zero still waits for the timer's next tick (1 ms), and a
+        // step must land as soon as other calls do.
+        if extra > 0 {
+            tokio::time::sleep(Duration::from_nanos(extra)).await;
+        }
         self.arrive().await;
+        self.steps.fetch_add(1, Ordering::SeqCst);
         let mut s = self.state();
         let woke = s.settle(step.name);
         let now = s.now;
+        let lie = self.nonsense.load(Ordering::SeqCst);
+        if lie == Nonsense::HolderInThePast as u64 || lie == Nonsense::WaitDeadlineInThePast as u64
+        {
+            let past = Some(s.ts(now.saturating_sub(1_000_000_000)));
+            let reply = StepReply::Queued {
+                wait_deadline: if lie == Nonsense::WaitDeadlineInThePast as u64 {
+                    past
+                } else {
+                    None
+                },
+                head_holder: if lie == Nonsense::HolderInThePast as u64 {
+                    past
+                } else {
+                    None
+                },
+                now: s.ts(now),
+            };
+            return Ok(reply);
+        }
         let reply = 'reply: {
             if s.cancelled.contains(step.id) {
                 break 'reply StepReply::Over;
@@ -372,6 +475,7 @@ impl Protocol for Model {
         ttl: Duration,
     ) -> Result<Reply<Option<Timestamp>>, LockError> {
         self.arrive().await;
+        self.renewals.fetch_add(1, Ordering::SeqCst);
         let mut s = self.state();
         let now = s.now;
         let value = match s.leases.get_mut(name) {
@@ -488,7 +592,12 @@ impl Protocol for Model {
     }
 
     fn listener(&self) -> Bell {
-        Bell(self.bell.subscribe())
+        Bell {
+            rx: self.bell.subscribe(),
+            listens: Arc::clone(&self.listens),
+            deaf: Arc::clone(&self.deaf),
+            fragile: Arc::clone(&self.fragile),
+        }
     }
 
     fn fallback(&self) -> Direct {
