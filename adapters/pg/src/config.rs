@@ -66,8 +66,8 @@ impl PgConfig {
     }
 
     /// How many connections the store's pool keeps (besides the one that listens for
-    /// wake-ups): all are opened and prepared at connect (those not ready within its
-    /// `io_timeout` when needed), and one that breaks is opened again when needed. Calls beyond them wait for a free connection, within their
+    /// wake-ups): all are opened and prepared at connect, and one that breaks is opened
+    /// again when needed. Calls beyond them wait for a free connection, within their
     /// `io_timeout`. Each is a server process, counted against the server's
     /// `max_connections`. Default: 4; clamped to 1 ..= [`MAX_POOL_SIZE`](Self::MAX_POOL_SIZE)
     /// (64).

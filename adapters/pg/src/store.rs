@@ -101,8 +101,8 @@ impl Protocol for Pg {
     /// is missing: by a versioned migration in one transaction under an advisory lock, so
     /// several processes may connect at once; a schema installed earlier is checked (its
     /// version, and that it was installed by a build with the same clock). Every slot of the
-    /// pool is opened and prepared before it answers (those not ready within the
-    /// `io_timeout` are opened on demand), and the sweep starts on the current runtime. `Unavailable` when the server cannot be reached within the `io_timeout`, the
+    /// pool is opened and prepared before it answers, all within the `io_timeout`, and the
+    /// sweep starts on the current runtime. `Unavailable` when the server cannot be reached within the `io_timeout`, the
     /// url is malformed, the schema name is not one this engine uses
     /// ([`PgConfig::check_schema`]), the database is not UTF8, or the schema is at a newer
     /// version or installed by a build with the other clock.
@@ -122,26 +122,21 @@ impl Protocol for Pg {
             config.lock_wait(),
             &schema,
         );
-        let deadline = tokio::time::Instant::now() + io;
         let migrate = async {
             let mut client = pool.connect().await?;
             crate::sql::migrate(&mut client, &schema)
                 .await
                 .map_err(|why| down(format!("installing schema {:?}: {why}", schema.name)))?;
-            Ok::<_, LockError>(client)
+            pool.warm(client).await;
+            Ok::<(), LockError>(())
         };
-        let client = tokio::time::timeout_at(deadline, migrate)
-            .await
-            .map_err(|_| {
-                down(format!(
-                    "could not connect to {} and check schema {:?} within {io:?}",
-                    redacted(pool.config()),
-                    schema.name
-                ))
-            })??;
-        // Best effort, within what is left of the io_timeout: a slot not filled by then is
-        // filled on demand.
-        let _ = tokio::time::timeout_at(deadline, pool.warm(client)).await;
+        tokio::time::timeout(io, migrate).await.map_err(|_| {
+            down(format!(
+                "could not connect to {} and check schema {:?} within {io:?}",
+                redacted(pool.config()),
+                schema.name
+            ))
+        })??;
         let pool = Arc::new(pool);
         let sweep = crate::sweep::spawn_sweeper(Arc::downgrade(&pool));
         Ok(Pg {
