@@ -8,8 +8,7 @@ use alkstore_kit::{Fallback, Job, Listener, WakeSink};
 use futures_lite::StreamExt;
 
 use crate::config::RedisConfig;
-use crate::scripts::SCRIPTS;
-use crate::store::{ToRedisArgsDyn, invocation};
+use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
 
 /// The wake-up source of a [`RedisLocks`](crate::RedisLocks): a subscription to
 /// `{ns}:wake`, whose messages are the id of a waiter handed a lease, or `*` (everybody

@@ -1,8 +1,12 @@
-//! The Lua scripts, one per operation, assembled once from the `.lua` files next to this one.
+//! The Lua scripts, one per operation, assembled once from the `.lua` files next to this one,
+//! and how their arguments and replies are written and read.
 
 use std::sync::LazyLock;
+use std::time::Duration;
 
-use redis::Script;
+use alkstore_kit::unavailable;
+use alkstore_mem::{LockError, Timestamp};
+use redis::{Script, ToRedisArgs};
 
 /// The clock every script reads: the server's TIME, plus the test offset in `test-clock` builds.
 #[cfg(not(feature = "test-clock"))]
@@ -40,3 +44,57 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     force_release: script(include_str!("scripts/force_release.lua")),
     snapshot: script(include_str!("scripts/snapshot.lua")),
 });
+
+/// The longest lease, in µs: 100 years (longer ttls, up to `Duration::MAX`, are cut to it),
+/// which keeps every deadline an exact integer in Lua's doubles.
+const MAX_TTL_US: u64 = 100 * 365 * 24 * 3600 * 1_000_000;
+
+/// `d` in whole microseconds, rounded up (a 1 ns ttl is 1 µs, never 0) and capped.
+pub(crate) fn micros(d: Duration) -> u64 {
+    let us = d.as_nanos().div_ceil(1000);
+    u64::try_from(us).unwrap_or(u64::MAX).min(MAX_TTL_US)
+}
+
+/// A server reading in µs as a [`Timestamp`] (ns since the Unix epoch, on the server's clock).
+pub(crate) fn from_us(us: u64) -> Timestamp {
+    Timestamp::from_nanos(us.saturating_mul(1000))
+}
+
+/// Parses field `i` of a script's reply as a number.
+pub(crate) fn field(reply: &[String], i: usize) -> Result<u64, LockError> {
+    reply
+        .get(i)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| unavailable(format!("unexpected reply from a lock script: {reply:?}")))
+}
+
+/// A script argument, as an object (so that one call can pass arguments of several types).
+pub(crate) trait ToRedisArgsDyn: Sync {
+    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>);
+}
+
+impl<T: ToRedisArgs + Sync> ToRedisArgsDyn for T {
+    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>) {
+        invocation.arg(self);
+    }
+}
+
+/// A script's invocation on `name` with `args`, its first key the namespace prefix.
+pub(crate) fn invocation<'a>(
+    script: &'a Script,
+    prefix: &str,
+    name: &str,
+    args: &[&dyn ToRedisArgsDyn],
+) -> redis::ScriptInvocation<'a> {
+    let mut invocation = script.key(prefix);
+    invocation.arg(name);
+    for arg in args {
+        arg.push_to(&mut invocation);
+    }
+    invocation
+}
+
+/// A Redis error as the contract's `Unavailable`.
+pub(crate) fn failed(e: &redis::RedisError) -> LockError {
+    unavailable(format!("redis: {e}"))
+}

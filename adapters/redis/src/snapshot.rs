@@ -8,8 +8,8 @@ use std::future::Future;
 use alkstore_kit::unavailable;
 use alkstore_mem::{LockError, Snapshot, Waiting};
 
-use crate::scripts::SCRIPTS;
-use crate::store::{Redis, ToRedisArgsDyn, failed, field, from_us};
+use crate::scripts::{SCRIPTS, ToRedisArgsDyn, failed, field, from_us};
+use crate::store::Redis;
 
 /// How many keys one `SCAN` step asks for, and how many names one script reads.
 const BATCH: usize = 200;
@@ -25,8 +25,15 @@ async fn bounded<T>(
         .unwrap_or_else(|_| Err(unavailable(format!("redis did not answer within {io:?}"))))
 }
 
+impl Redis {
+    /// The snapshot of this namespace.
+    pub(crate) async fn read_snapshot(&self) -> Result<Snapshot, LockError> {
+        snapshot(self).await
+    }
+}
+
 /// The snapshot of `store`'s namespace.
-pub(crate) async fn snapshot(store: &Redis) -> Result<Snapshot, LockError> {
+async fn snapshot(store: &Redis) -> Result<Snapshot, LockError> {
     let names = names(store).await?;
     let mut snapshot = Snapshot::default();
     let names: Vec<String> = names.into_iter().collect();

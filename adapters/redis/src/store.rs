@@ -9,11 +9,11 @@ use std::time::Duration;
 use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline, unavailable};
 use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{FromRedisValue, Script, ToRedisArgs};
+use redis::{FromRedisValue, Script};
 
 use crate::config::RedisConfig;
 use crate::listener::{RedisFallback, RedisListener};
-use crate::scripts::SCRIPTS;
+use crate::scripts::{SCRIPTS, ToRedisArgsDyn, failed, field, from_us, invocation, micros};
 
 /// The Redis engine: one multiplexed [`ConnectionManager`] (it reconnects by itself), the
 /// client that opens the pub/sub subscriber and the clean-up connections, and the namespace.
@@ -30,21 +30,6 @@ pub struct Redis {
     lose_next_reply: AtomicBool,
 }
 
-/// The longest lease, in µs: 100 years (longer ttls, up to `Duration::MAX`, are cut to it),
-/// which keeps every deadline an exact integer in Lua's doubles.
-const MAX_TTL_US: u64 = 100 * 365 * 24 * 3600 * 1_000_000;
-
-/// `d` in whole microseconds, rounded up (a 1 ns ttl is 1 µs, never 0) and capped.
-pub(crate) fn micros(d: Duration) -> u64 {
-    let us = d.as_nanos().div_ceil(1000);
-    u64::try_from(us).unwrap_or(u64::MAX).min(MAX_TTL_US)
-}
-
-/// A server reading in µs as a [`Timestamp`] (ns since the Unix epoch, on the server's clock).
-pub(crate) fn from_us(us: u64) -> Timestamp {
-    Timestamp::from_nanos(us.saturating_mul(1000))
-}
-
 /// `url` for messages: its scheme, host, port and path (the db) only. Whatever could hold a
 /// secret is left out: everything up to the last `@` (user and password, even unescaped
 /// ones), and the query and fragment (`redis+unix:///path?pass=…`).
@@ -55,14 +40,6 @@ pub(crate) fn redacted(url: &str) -> String {
     let rest = rest.rsplit_once('@').map_or(rest, |(_, after)| after);
     let rest = rest.split(['?', '#']).next().unwrap_or_default();
     format!("{scheme}://{rest}")
-}
-
-/// Parses field `i` of a script's reply as a number.
-pub(crate) fn field(reply: &[String], i: usize) -> Result<u64, LockError> {
-    reply
-        .get(i)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| unavailable(format!("unexpected reply from a lock script: {reply:?}")))
 }
 
 /// The lease in a `{owner, token, dl, ...}` reply on `name`; `None` for an empty reply.
@@ -77,37 +54,6 @@ fn lease_from(name: &str, reply: &[String]) -> Result<Option<LeaseInfo>, LockErr
 /// `Some(t)` for a server reading `us`, `None` for `0` (the scripts' "none").
 fn optional(us: u64) -> Option<Timestamp> {
     (us != 0).then(|| from_us(us))
-}
-
-/// A script argument, as an object (so that one call can pass arguments of several types).
-pub(crate) trait ToRedisArgsDyn: Sync {
-    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>);
-}
-
-impl<T: ToRedisArgs + Sync> ToRedisArgsDyn for T {
-    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>) {
-        invocation.arg(self);
-    }
-}
-
-/// A script's invocation on `name` with `args`, its first key the namespace prefix.
-pub(crate) fn invocation<'a>(
-    script: &'a Script,
-    prefix: &str,
-    name: &str,
-    args: &[&dyn ToRedisArgsDyn],
-) -> redis::ScriptInvocation<'a> {
-    let mut invocation = script.key(prefix);
-    invocation.arg(name);
-    for arg in args {
-        arg.push_to(&mut invocation);
-    }
-    invocation
-}
-
-/// A Redis error as the contract's `Unavailable`.
-pub(crate) fn failed(e: &redis::RedisError) -> LockError {
-    unavailable(format!("redis: {e}"))
 }
 
 impl Redis {
@@ -321,7 +267,7 @@ impl Protocol for Redis {
     }
 
     async fn snapshot(&self) -> Result<Snapshot, LockError> {
-        crate::snapshot::snapshot(self).await
+        self.read_snapshot().await
     }
 
     /// Test builds (feature `test-clock`): raises the namespace's offset `{ns}:offset`, which

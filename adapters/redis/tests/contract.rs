@@ -60,36 +60,18 @@ async fn snapshots_see_only_their_own_namespace_even_with_glob_characters_in_it(
     assert_eq!(names, expected);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_future_of_the_engine_is_a_named_send_type() {
-    use alkstore_redis::{RedisAcquire, RedisFuture, RedisKeepAlive, RedisLapsed, RedisLock};
-    fn send_static<T: Send + 'static>(_: &T) {}
-    /// What a user's guard task might keep in a struct: every future by its name.
-    struct Guard<'a> {
-        alive: RedisKeepAlive<'a>,
-        lapsed: RedisLapsed<'a>,
-        held: RedisFuture<'a, bool>,
-    }
-    let locks =
-        common::store_with(RedisConfig::new().with_io_timeout(Duration::from_millis(500))).await;
-    let acquire: RedisAcquire = locks.acquire("named", "a", Duration::from_secs(5));
-    send_static(&acquire);
-    let lock: RedisLock = acquire.await.unwrap().unwrap();
-    {
-        let guard = Guard {
-            alive: lock.keep_alive(Duration::from_secs(1)),
-            lapsed: lock.lapsed(),
-            held: lock.is_held(),
-        };
-        assert!(guard.held.await.unwrap());
-        let (alive, lapsed) = (guard.alive, guard.lapsed);
-        tokio::select! {
-            lost = alive => panic!("lost: {lost}"),
-            why = lapsed => panic!("lapsed: {why}"),
-            () = tokio::time::sleep(Duration::from_millis(200)) => {}
-        }
-    }
-    let release: RedisFuture<'static, bool> = lock.release();
-    send_static(&release);
-    assert!(tokio::spawn(release).await.unwrap().unwrap());
+/// The engine's public names are the kit's types (what the shared suite's
+/// `every_future_is_a_named_send_type` checks, by their Redis names).
+#[test]
+fn every_public_name_is_the_kits_type() {
+    use alkstore_kit::{Acquire, KeepAliveFuture, LapsedFuture, Lock, Locks, RemoteFuture};
+    use alkstore_redis::{
+        Redis, RedisAcquire, RedisFuture, RedisKeepAlive, RedisLapsed, RedisLock,
+    };
+    let _: fn(RedisLocks) -> Locks<Redis> = |x| x;
+    let _: fn(RedisLock) -> Lock<Redis> = |x| x;
+    let _: fn(RedisAcquire) -> Acquire<Redis> = |x| x;
+    let _: fn(RedisFuture<'static, bool>) -> RemoteFuture<'static, bool> = |x| x;
+    let _: fn(RedisKeepAlive<'static>) -> KeepAliveFuture<'static> = |x| x;
+    let _: fn(RedisLapsed<'static>) -> LapsedFuture<'static> = |x| x;
 }

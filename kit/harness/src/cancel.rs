@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use alkstore_kit::Protocol;
 use alkstore_mem::LockError;
 
+use crate::fixture::{Fixture, Server, Store, ports};
 use crate::support::{Jitter, eventually, io, run, store, store_at, store_with};
-use crate::{Fixture, Server, Store, ports};
 
 const TTL: Duration = Duration::from_secs(60);
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 use alkstore_kit::CommonConfig;
 use alkstore_mem_conformance::{Engine, Limits};
 
+use crate::fixture::{Fixture, Store};
 use crate::support::store_with;
-use crate::{Fixture, Store};
 
 /// The engine of fixture `F` as the conformance suite drives it: every `open` is a fresh
 /// scope on the shared server; `advance` moves the engine's test clock (which wakes every

@@ -9,8 +9,8 @@ use alkstore_mem::{
     Config, LockError, LockHandle, LockRegistry, LockStore, ManualClock, validate::check_request,
 };
 
+use crate::fixture::{Fixture, Server, Store, ports};
 use crate::support::{fresh_scope, io, run, store, store_at, store_with};
-use crate::{Fixture, Server, Store, ports};
 
 const TTL: Duration = Duration::from_secs(30);
 

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use alkstore_kit::{CommonConfig, Lock};
 use alkstore_mem::LockError;
 
+use crate::fixture::{Fixture, Server, Store, ports};
 use crate::support::{child_env, child_role, fresh_scope, io, runtime, spawn_child, store_at};
-use crate::{Fixture, Server, Store, ports};
 
 const TTL: Duration = Duration::from_secs(10);
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use alkstore_kit::CommonConfig;
 
-use crate::Fixture;
+use crate::fixture::Fixture;
 use crate::support::{child_env, child_role, fresh_scope, spawn_child, store_at};
 
 const PROCESSES: usize = 4;

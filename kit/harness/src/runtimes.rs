@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use alkstore_kit::CommonConfig;
 use alkstore_mem::LockError;
 
-use crate::Fixture;
+use crate::fixture::Fixture;
 use crate::support::{fresh_scope, run, runtime, store, store_at};
 
 const TTL: Duration = Duration::from_secs(5);

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use alkstore_kit::CommonConfig;
 
-use crate::{Fixture, Store};
+use crate::fixture::{Fixture, Store};
 
 /// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
 pub fn runtime() -> tokio::runtime::Runtime {

@@ -7,8 +7,8 @@ use std::time::Duration;
 use alkstore_kit::Protocol;
 use alkstore_mem_conformance::recorder::Recorder;
 
+use crate::fixture::{Fixture, Server, ports};
 use crate::support::{fresh_scope, io, store_at, store_with};
-use crate::{Fixture, Server, ports};
 
 /// Every event the kit emits on the engine, in order, with its fields.
 pub fn grants_hand_offs_losses_force_releases_and_unavailable_are_traced<F: Fixture>(f: &F) {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
 
-use crate::Fixture;
+use crate::fixture::Fixture;
 use crate::support::{io, run, store, store_with};
 
 const TTL: Duration = Duration::from_secs(30);

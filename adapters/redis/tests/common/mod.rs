@@ -161,6 +161,11 @@ impl RedisServer {
 
     pub fn launch(&mut self) {
         let port = self.port;
+        // A server of the previous test binary on this port may take a moment to go.
+        let free = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while support::listens(port) && std::time::Instant::now() < free {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         assert!(
             !support::listens(port),
             "something already listens on 127.0.0.1:{port}; not touching it"
