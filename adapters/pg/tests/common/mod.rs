@@ -241,6 +241,11 @@ impl PgCluster {
 
     /// Starts the server (again), on the same data.
     pub fn launch(&mut self) {
+        // A cluster of the previous test binary may still be going away.
+        let start = Instant::now();
+        while support::listens(self.port) && start.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         assert!(
             !support::listens(self.port),
             "something already listens on 127.0.0.1:{}; not touching it",
