@@ -2,9 +2,16 @@
 
 use core::time::Duration;
 
-use alkstore_mem::Config;
+use alkstore_kit::CommonConfig;
 
 /// How a [`PgLocks`](crate::PgLocks) uses its database.
+///
+/// The settings every engine shares (name and owner limits, the `io_timeout`, the waiter
+/// heartbeat) come from the engine kit ([`alkstore_kit::common_config!`]), clamped alike on
+/// every engine; on PostgreSQL the `io_timeout` also bounds the wait for a pooled connection
+/// and connecting, and the server cancels a statement of the engine's that runs longer (its
+/// `statement_timeout`). The waiter heartbeat is also how often a waiter re-checks a name
+/// whose hand-off is held up by a transaction that called `fence()`.
 ///
 /// # Example
 /// ```
@@ -23,23 +30,14 @@ use alkstore_mem::Config;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PgConfig {
     schema: String,
-    limits: Config,
-    io_timeout: Duration,
     pool_size: usize,
-    waiter_heartbeat: Duration,
     lock_wait: Duration,
+    common: CommonConfig,
 }
 
+alkstore_kit::common_config!(PgConfig);
+
 impl PgConfig {
-    /// The shortest `io_timeout`: 1 ms.
-    pub const MIN_IO_TIMEOUT: Duration = Duration::from_millis(1);
-    /// The longest `io_timeout`: 60 s (PostgreSQL's `statement_timeout` takes at most about
-    /// 24.8 days, and no call of the engine needs a minute).
-    pub const MAX_IO_TIMEOUT: Duration = Duration::from_secs(60);
-    /// The shortest waiter heartbeat: 10 ms.
-    pub const MIN_WAITER_HEARTBEAT: Duration = Duration::from_millis(10);
-    /// The longest waiter heartbeat: 60 s.
-    pub const MAX_WAITER_HEARTBEAT: Duration = Duration::from_secs(60);
     /// The largest pool: 64 connections (every one is opened at connect, and each is a
     /// server process).
     pub const MAX_POOL_SIZE: usize = 64;
@@ -49,11 +47,9 @@ impl PgConfig {
     pub fn new() -> Self {
         PgConfig {
             schema: "alkstore".into(),
-            limits: Config::new(),
-            io_timeout: Duration::from_secs(2),
             pool_size: 4,
-            waiter_heartbeat: Duration::from_secs(1),
             lock_wait: Duration::from_millis(100),
+            common: CommonConfig::new(),
         }
     }
 
@@ -66,49 +62,6 @@ impl PgConfig {
     #[must_use]
     pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = schema.into();
-        self
-    }
-
-    /// Names longer than `max` bytes are refused with `LockError::InvalidName`, as by the
-    /// core's [`Config::with_max_name_len`]. Default: 256.
-    #[must_use]
-    pub fn with_max_name_len(mut self, max: usize) -> Self {
-        self.limits = self.limits.with_max_name_len(max);
-        self
-    }
-
-    /// Owners longer than `max` bytes are refused with `LockError::InvalidOwner`, as by the
-    /// core's [`Config::with_max_owner_len`]. Default: 256.
-    #[must_use]
-    pub fn with_max_owner_len(mut self, max: usize) -> Self {
-        self.limits = self.limits.with_max_owner_len(max);
-        self
-    }
-
-    /// How long any one call may take (waiting for a pooled connection and connecting
-    /// included) before it fails with `LockError::Unavailable`; the server also cancels a
-    /// statement of the engine's that runs longer (its `statement_timeout`). Default: 2 s.
-    ///
-    /// A renewal may take up to this long, so [`keep_alive`](crate::PgLock::keep_alive)
-    /// refuses a lease whose ttl is below twice the `io_timeout` (it resolves at once with
-    /// `LockError::InvalidTtl`): with `ttl >= 2 * io_timeout` and renewals at least every
-    /// half ttl, each renewal has its whole `io_timeout` before the deadline.
-    ///
-    /// Clamped to [`MIN_IO_TIMEOUT`](Self::MIN_IO_TIMEOUT) (1 ms) ..=
-    /// [`MAX_IO_TIMEOUT`](Self::MAX_IO_TIMEOUT) (60 s): zero would fail every call, and
-    /// PostgreSQL refuses a `statement_timeout` above about 24.8 days (every connect would
-    /// fail). [`io_timeout`](Self::io_timeout) returns the clamped value.
-    ///
-    /// ```
-    /// use alkstore_pg::PgConfig;
-    /// use std::time::Duration;
-    ///
-    /// let huge = PgConfig::new().with_io_timeout(Duration::MAX);
-    /// assert_eq!(huge.io_timeout(), PgConfig::MAX_IO_TIMEOUT);
-    /// ```
-    #[must_use]
-    pub fn with_io_timeout(mut self, timeout: Duration) -> Self {
-        self.io_timeout = timeout.clamp(Self::MIN_IO_TIMEOUT, Self::MAX_IO_TIMEOUT);
         self
     }
 
@@ -132,19 +85,6 @@ impl PgConfig {
         self
     }
 
-    /// How often a waiting `acquire` refreshes its queue entry. An entry not refreshed for
-    /// three periods belongs to a crashed process and is skipped. It is also how often a
-    /// waiter re-checks a name whose hand-off is held up by a transaction that called
-    /// `fence()` (see [`PgAcquire`](crate::PgAcquire)). Default: 1 s; clamped to
-    /// [`MIN_WAITER_HEARTBEAT`](Self::MIN_WAITER_HEARTBEAT) (10 ms) ..=
-    /// [`MAX_WAITER_HEARTBEAT`](Self::MAX_WAITER_HEARTBEAT) (60 s).
-    #[must_use]
-    pub fn with_waiter_heartbeat(mut self, period: Duration) -> Self {
-        self.waiter_heartbeat =
-            period.clamp(Self::MIN_WAITER_HEARTBEAT, Self::MAX_WAITER_HEARTBEAT);
-        self
-    }
-
     /// How long an operation waits for a lease row that another transaction has locked
     /// (the connection's `lock_timeout`) before it counts the name as busy: a transaction
     /// that called `fence()` holds the row until it ends, and a `try_lock` meanwhile answers
@@ -163,31 +103,16 @@ impl PgConfig {
         &self.schema
     }
 
-    /// The name and owner limits, as the core's [`Config`] (its `max_locks` is not used).
-    pub fn limits(&self) -> Config {
-        self.limits
-    }
-
-    /// The timeout of one call.
-    pub fn io_timeout(&self) -> Duration {
-        self.io_timeout
-    }
-
     /// The most connections the pool opens.
     pub fn pool_size(&self) -> usize {
         self.pool_size
-    }
-
-    /// The waiter heartbeat period.
-    pub fn waiter_heartbeat(&self) -> Duration {
-        self.waiter_heartbeat
     }
 
     /// How long an operation waits for a row locked by another transaction: the configured
     /// lock wait, capped at half the `io_timeout`.
     pub fn lock_wait(&self) -> Duration {
         self.lock_wait
-            .min(self.io_timeout / 2)
+            .min(self.io_timeout() / 2)
             .max(Duration::from_millis(1))
     }
 

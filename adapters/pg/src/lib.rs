@@ -122,25 +122,91 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
-mod acquire;
-mod cleanup;
-mod compat;
 mod config;
-mod contract;
-mod drop;
+mod listener;
 mod lock;
 mod op;
 mod pool;
 mod sql;
 mod store;
 mod sweep;
-mod wake;
 mod wire;
 
-pub use acquire::PgAcquire;
 pub use config::PgConfig;
-pub use lock::{PgKeepAlive, PgLapsed, PgLock};
-pub use store::{PgFuture, PgLocks};
+pub use listener::{PgFallback, PgListener};
+pub use lock::{PgFence, PgLock};
+pub use store::Pg;
+
+/// Named exclusive locks with TTL leases and fencing tokens, kept in PostgreSQL: the kit's
+/// store on the [`Pg`] engine.
+///
+/// Cheap to clone: clones share one connection pool and one listening connection. Every
+/// operation validates its input locally with the core's checks, then calls one plpgsql
+/// function of the store's schema that reads the server's `clock_timestamp()`, decides under
+/// the lease row's lock and writes, in one round trip (a caller that stops waiting never cuts
+/// a call on a pooled connection: the call runs on to its end in a task of its own). See the
+/// [crate docs](crate) for the model and the guarantees.
+///
+/// [`connect`](alkstore_kit::Locks::connect) takes `postgres://user:password@host:port/db`
+/// or the `key=value` form, with the default [`PgConfig`] (schema `"alkstore"`, 2 s
+/// `io_timeout`, a pool of 4), and creates the schema when it is missing;
+/// [`connect_with`](alkstore_kit::Locks::connect_with) takes a config. On PostgreSQL:
+/// - `try_lock` answers `Ok(None)` also while a transaction that called `fence()` on the
+///   name is still open (after the config's [lock wait](PgConfig::with_lock_wait));
+/// - a waiting `acquire` is not held up by such a transaction: it queues in its turn and
+///   keeps its heartbeat; only the grant waits for the transaction to end;
+/// - `force_release` refuses at once (`Unavailable`) while such a transaction is open (its
+///   guarded writes are not cut short; retry once it has ended);
+/// - `snapshot` is one round trip that takes no lock; waiters whose heartbeat or wait has
+///   lapsed are left out, and so is a lease handed to a waiter that died before picking it up;
+/// - [`fence`](alkstore_kit::Locks::fence)`(&tx, &lease)` checks a lease inside your
+///   transaction (for a `with_lock` body, which gets a [`LeaseInfo`](alkstore_mem::LeaseInfo)),
+///   by name and token on this store's schema; [`fence_sql`](alkstore_kit::Locks::fence_sql)
+///   gives the statement, `SELECT "<schema>".fence($1, $2)`.
+///
+/// A store is bound to the tokio runtime it was connected on: its connections' tasks, the
+/// listener of wake-ups and the 30 s sweep run there. Use it from that runtime. Called from
+/// another runtime while that one is not being driven, its calls time out (`Unavailable`
+/// after the `io_timeout`) even though the server answers; once that runtime is dropped, its
+/// connections are opened again on the caller's runtime, but its sweep has stopped (other
+/// stores on the schema still sweep it).
+///
+/// # Example
+/// ```no_run
+/// use alkstore_pg::{PgConfig, PgLocks};
+/// use std::time::Duration;
+///
+/// # async fn run() -> Result<(), alkstore_mem::LockError> {
+/// let locks = PgLocks::connect_with(
+///     "postgres://app@127.0.0.1:5432/app",
+///     PgConfig::new().with_schema("billing_locks"),
+/// )
+/// .await?;
+/// let held = locks.try_lock("invoice/1001", "worker-1", Duration::from_secs(10)).await?;
+/// assert!(held.is_some() || locks.holder("invoice/1001").await?.is_some());
+/// # Ok(())
+/// # }
+/// ```
+pub type PgLocks = alkstore_kit::Locks<Pg>;
+
+/// Waits for a lock: the future of [`PgLocks::acquire`](alkstore_kit::Locks::acquire), FIFO
+/// across processes (see [`alkstore_kit::Acquire`] for the waiting protocol). On PostgreSQL a
+/// step is one call of the schema's `acquire()` function, and a waiter is woken by `NOTIFY`
+/// at the commit of the transaction that handed it the lease.
+pub type PgAcquire = alkstore_kit::Acquire<Pg>;
+
+/// The future of a one-shot call to PostgreSQL ([`PgLocks::try_lock`](alkstore_kit::Locks::try_lock),
+/// [`PgLock::renew`](alkstore_kit::Lock::renew), …): a named type, so that it can be stored
+/// and `select!`ed.
+pub type PgFuture<'a, T> = alkstore_kit::RemoteFuture<'a, T>;
+
+/// The future of [`PgLock::keep_alive`](alkstore_kit::Lock::keep_alive): resolves only when
+/// the lease is lost, with why.
+pub type PgKeepAlive<'a> = alkstore_kit::KeepAliveFuture<'a>;
+
+/// The future of [`PgLock::lapsed`](alkstore_kit::Lock::lapsed): resolves once the lease is
+/// no longer held, with why.
+pub type PgLapsed<'a> = alkstore_kit::LapsedFuture<'a>;
 
 /// The core this engine implements, re-exported: `alkstore_pg::alkstore_mem::LockStore` is
 /// always the very trait `PgLocks` implements, whatever version of `alkstore-mem` the rest of

@@ -26,24 +26,6 @@ impl Op {
         self as usize
     }
 
-    /// The operation's name, for events and messages.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Op::TryLock => "try_lock",
-            Op::Acquire => "acquire",
-            Op::Cancel => "cancel",
-            Op::Release => "release",
-            Op::Renew => "renew",
-            Op::IsHeld => "is_held",
-            Op::Holder => "holder",
-            Op::Snapshot => "snapshot",
-            Op::ForceRelease => "force_release",
-            Op::Sweep => "sweep",
-            #[cfg(feature = "test-clock")]
-            Op::AdvanceClock => "advance_test_clock",
-        }
-    }
-
     /// The statement's text for `schema`.
     pub(crate) fn sql(self, schema: &Schema) -> String {
         let s = &schema.ident;

@@ -6,14 +6,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
 use tokio::sync::OnceCell;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
 
-pub(crate) use crate::op::Op;
+use crate::op::Op;
 use crate::sql::Schema;
+use crate::wire::{describe, detail, down, redacted};
 
 /// Why a call failed.
 #[derive(Debug)]
@@ -28,63 +30,13 @@ pub(crate) enum Fail {
 impl From<Fail> for LockError {
     fn from(fail: Fail) -> LockError {
         match fail {
-            Fail::Locked => unavailable(
+            Fail::Locked => down(
                 "the lease row is locked by a transaction that called fence() (or held by \
                  another transaction for longer than the lock wait); retry once it has ended",
             ),
             Fail::Down(err) => err,
         }
     }
-}
-
-/// `LockError::Unavailable` with this reason.
-pub(crate) fn unavailable(reason: impl Into<String>) -> LockError {
-    LockError::Unavailable {
-        reason: reason.into(),
-    }
-}
-
-/// A `tokio-postgres` error in words, with its SQLSTATE when the server sent one.
-pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!(
-            "postgres: {}: {} (SQLSTATE {})",
-            db.severity(),
-            db.message(),
-            db.code().code()
-        ),
-        None if e.is_closed() => "postgres: the connection was closed".into(),
-        // tokio-postgres says only "error connecting to server": the cause (connection
-        // refused, a name that does not resolve, a timeout) is its source.
-        None => match std::error::Error::source(e) {
-            Some(cause) => format!("postgres: {e}: {cause}"),
-            None => format!("postgres: {e}"),
-        },
-    }
-}
-
-/// `url` for messages: what `tokio-postgres` parsed of it, without the password.
-pub(crate) fn redacted(config: &tokio_postgres::Config) -> String {
-    let hosts: Vec<String> = config
-        .get_hosts()
-        .iter()
-        .map(|h| match h {
-            tokio_postgres::config::Host::Tcp(h) => h.clone(),
-            #[cfg(unix)]
-            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
-        })
-        .collect();
-    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
-    format!(
-        "postgres host {} port {} database {:?}",
-        hosts.join(","),
-        if ports.is_empty() {
-            "5432".into()
-        } else {
-            ports.join(",")
-        },
-        config.get_dbname().unwrap_or("(default)")
-    )
 }
 
 /// One connection and its statements (prepared on first use, or all at once by `warm`);
@@ -188,10 +140,10 @@ impl Pool {
     /// Opens a new connection (its driver task spawned on the current runtime).
     pub(crate) async fn connect(&self) -> Result<Client, LockError> {
         let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
-            unavailable(format!(
+            down(format!(
                 "could not connect to {}: {}",
                 redacted(&self.config),
-                describe(&e)
+                detail(&e)
             ))
         })?;
         tokio::spawn(async move {

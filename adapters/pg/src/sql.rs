@@ -176,7 +176,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// Installs the schema if it is missing, in one transaction under an advisory lock, so that
 /// several processes connecting at once install it once; then checks its version and clock.
 pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), String> {
-    let db = |e: tokio_postgres::Error| crate::pool::describe(&e);
+    let db = |e: tokio_postgres::Error| crate::wire::detail(&e);
     let tx = client.transaction().await.map_err(db)?;
     // The connection's lock_timeout is the engine's short lock wait (a name held by a fenced
     // transaction counts as busy after it); the migration lock is waited for as long as the

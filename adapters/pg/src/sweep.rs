@@ -4,7 +4,10 @@
 use std::sync::Weak;
 use std::time::Duration;
 
-use crate::pool::{Op, Pool};
+use tokio::task::AbortHandle;
+
+use crate::op::Op;
+use crate::pool::Pool;
 
 /// How often a store sweeps the schema (`sweep.sql`: names unused for a minute are settled,
 /// their dead waiters and free rows deleted, old marks of withdrawn waiters too).
@@ -14,15 +17,14 @@ const SWEEP_EVERY: Duration = Duration::from_secs(30);
 /// a call stays short; a full batch is followed by another at once).
 const SWEEP_BATCH: i32 = 500;
 
-/// Runs the sweep every [`SWEEP_EVERY`] while the store lives (best effort: a failed sweep
-/// waits for the next turn).
-pub(crate) fn spawn_sweeper<T: AsRef<Pool> + Send + Sync + 'static>(inner: Weak<T>) {
-    tokio::spawn(async move {
+/// Runs the sweep every [`SWEEP_EVERY`] on the current runtime while the pool lives (best
+/// effort: a failed sweep waits for the next turn). The engine aborts it when dropped.
+pub(crate) fn spawn_sweeper(pool: Weak<Pool>) -> AbortHandle {
+    let task = tokio::spawn(async move {
         loop {
             tokio::time::sleep(SWEEP_EVERY).await;
             loop {
-                let Some(inner) = inner.upgrade() else { return };
-                let pool: &Pool = (*inner).as_ref();
+                let Some(pool) = pool.upgrade() else { return };
                 let Ok(rows) = pool.call(Op::Sweep, &[&SWEEP_BATCH]).await else {
                     break;
                 };
@@ -33,4 +35,5 @@ pub(crate) fn spawn_sweeper<T: AsRef<Pool> + Send + Sync + 'static>(inner: Weak<
             }
         }
     });
+    task.abort_handle()
 }

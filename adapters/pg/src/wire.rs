@@ -1,40 +1,74 @@
 //! What goes over the wire: microseconds on the server's clock, owners as text, the shapes
-//! of the functions' replies, and the local estimate of the server's clock.
+//! of the functions' replies, and `tokio-postgres` errors and settings in words.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use alkstore_kit::unavailable;
 use alkstore_mem::{LeaseInfo, LockError, Timestamp};
 use tokio_postgres::Row;
 
-use crate::pool::unavailable;
-
-/// A reply's reading of the server's lease clock, with the local instant its request was
-/// SENT at, so that a handle can estimate the server's time without asking. The estimate
-/// `server + (now - sent)` is never behind the server's real time: it errs early, never late.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Anchor {
-    pub(crate) server: Timestamp,
-    pub(crate) local: Instant,
+/// A `tokio-postgres` error in words, with its SQLSTATE when the server sent one, after
+/// `postgres: ` (as every `Unavailable` reason of the engine begins).
+pub(crate) fn describe(e: &tokio_postgres::Error) -> String {
+    format!("postgres: {}", detail(e))
 }
 
-impl Anchor {
-    /// The server's reading `server_us` of a request sent at `sent`.
-    pub(crate) fn new(server_us: i64, sent: Instant) -> Self {
-        Anchor {
-            server: from_us(server_us),
-            local: sent,
-        }
+/// [`describe`] without the engine's name.
+pub(crate) fn detail(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        ),
+        None if e.is_closed() => "the connection was closed".into(),
+        // tokio-postgres says only "error connecting to server": the cause (connection
+        // refused, a name that does not resolve, a timeout) is its source.
+        None => match std::error::Error::source(e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
     }
+}
 
-    /// The server's time now, as estimated from this reading (never behind it).
-    pub(crate) fn estimate(&self) -> Timestamp {
-        self.server.saturating_add(self.local.elapsed())
-    }
+/// `LockError::Unavailable` with this reason after `postgres: `.
+pub(crate) fn down(reason: impl std::fmt::Display) -> LockError {
+    unavailable(format!("postgres: {reason}"))
+}
 
-    /// How long until `at` on the server's clock, as estimated from this reading.
-    pub(crate) fn until(&self, at: Timestamp) -> Duration {
-        at.saturating_duration_since(self.estimate())
-    }
+/// `url` for messages: what `tokio-postgres` parsed of it, without the password.
+pub(crate) fn redacted(config: &tokio_postgres::Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) => h.clone(),
+            #[cfg(unix)]
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .collect();
+    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
+    format!(
+        "host {} port {} database {:?}",
+        hosts.join(","),
+        if ports.is_empty() {
+            "5432".into()
+        } else {
+            ports.join(",")
+        },
+        config.get_dbname().unwrap_or("(default)")
+    )
+}
+
+/// A token as the functions take it (a `bigint`).
+pub(crate) fn token_param(token: u64) -> i64 {
+    i64::try_from(token).unwrap_or(i64::MAX)
+}
+
+/// A server timestamp back in µs (the inverse of [`from_us`] for values it made).
+pub(crate) fn to_us(at: Timestamp) -> i64 {
+    i64::try_from(at.as_nanos() / 1000).unwrap_or(i64::MAX)
 }
 
 /// The longest lease, in µs: 100 years (longer ttls, up to `Duration::MAX`, are cut to it),
@@ -89,7 +123,7 @@ pub(crate) fn owner_from_sql(stored: &str) -> String {
 pub(crate) fn numbers(rows: &[Row]) -> Result<Vec<i64>, LockError> {
     rows.first()
         .and_then(|row| row.try_get::<_, Vec<i64>>(0).ok())
-        .ok_or_else(|| unavailable("unexpected reply from a lock function"))
+        .ok_or_else(|| down("unexpected reply from a lock function"))
 }
 
 /// Field `i` of a function's reply.
@@ -97,13 +131,13 @@ pub(crate) fn field(reply: &[i64], i: usize) -> Result<i64, LockError> {
     reply
         .get(i)
         .copied()
-        .ok_or_else(|| unavailable(format!("unexpected reply from a lock function: {reply:?}")))
+        .ok_or_else(|| down(format!("unexpected reply from a lock function: {reply:?}")))
 }
 
 /// A `(owner, token, deadline, now)` row of `holder` or `force_release`: the lease it names
 /// (`None` for a NULL owner) and the server's now.
 pub(crate) fn lease_row(name: &str, rows: &[Row]) -> Result<(Option<LeaseInfo>, i64), LockError> {
-    let bad = || unavailable("unexpected reply from a lock function");
+    let bad = || down("unexpected reply from a lock function");
     let row = rows.first().ok_or_else(bad)?;
     let owner: Option<String> = row.try_get(0).map_err(|_| bad())?;
     let token: Option<i64> = row.try_get(1).map_err(|_| bad())?;

@@ -1,22 +1,115 @@
 //! Helpers shared by the PostgreSQL test suites: the shared cluster's URL, fresh schemas, raw
-//! clients, and throwaway clusters of their own for fault tests.
+//! clients, throwaway clusters of their own for fault tests, and the [`Fixture`] that runs the
+//! kit's shared suites (`alkstore-kit-harness`) on PostgreSQL.
 #![allow(dead_code, reason = "each test binary uses part of it")]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use alkstore_pg::{PgConfig, PgLocks};
+use alkstore_kit_harness::{CommonConfig, support};
+use alkstore_pg::{Pg, PgConfig, PgLocks};
+
+/// The PostgreSQL engine for the shared suites: scopes are schemas; fault servers are
+/// throwaway clusters of the tests' own ([`PgCluster`]), whose data survives a restart.
+pub struct Fixture;
+
+impl alkstore_kit_harness::Fixture for Fixture {
+    // The Makefile's PG_FAULT_PORTS (each test binary runs alone, so binaries may share).
+    const FAULT_PORTS: &'static [u16] = &[5440, 5441, 5442, 5443, 5444, 5445, 5451, 5452];
+    const RESTART_KEEPS_DATA: bool = true;
+    type Server = PgCluster;
+    type Engine = Pg;
+
+    fn start_server(&self, port: u16) -> PgCluster {
+        PgCluster::start(port)
+    }
+
+    fn config(&self, scope: &str, common: CommonConfig) -> PgConfig {
+        // Connecting installs the schema and opens the whole pool, all within the io_timeout:
+        // a short one (300-500 ms in some shared tests) gets its schema installed beforehand,
+        // and below 400 ms a pool of one, which a loaded machine opens in time.
+        let io = common.io_timeout();
+        if io < Duration::from_secs(1) {
+            preinstall(scope);
+        }
+        let limits = common.limits();
+        let pool = if io < Duration::from_millis(400) {
+            1
+        } else {
+            PgConfig::new().pool_size()
+        };
+        let config = PgConfig::new()
+            .with_io_timeout(common.io_timeout())
+            .with_pool_size(pool);
+        config
+            .with_waiter_heartbeat(common.waiter_heartbeat())
+            .with_max_owner_len(limits.max_owner_len())
+            .with_max_name_len(limits.max_name_len())
+            .with_schema(scope)
+    }
+
+    fn url(&self) -> String {
+        url()
+    }
+}
+
+/// Installs schema `scope` on the shared cluster with a generous `io_timeout`, so that a
+/// store connecting with a short one only checks it: installing a schema takes longer than
+/// 150 ms on a loaded machine. (A fault test's own cluster is not helped.)
+fn preinstall(scope: &str) {
+    let config = PgConfig::new()
+        .with_schema(scope)
+        .with_io_timeout(Duration::from_secs(30));
+    let url = url();
+    std::thread::spawn(move || {
+        runtime().block_on(async {
+            let store = PgLocks::connect_with(&url, config).await;
+            drop(store.expect("the test cluster answers"));
+        });
+    })
+    .join()
+    .expect("the schema is installed");
+}
+
+/// A cluster of a test's own, as the shared fault suite drives it.
+impl alkstore_kit_harness::Server for PgCluster {
+    /// An immediate stop (SIGQUIT to the postmaster, which ends every backend: a crash;
+    /// SIGKILL by pid if it lingers).
+    fn kill(&mut self) {
+        self.stop();
+    }
+    /// `pg_terminate_backend` on every client backend.
+    fn kill_sessions(&self) {
+        self.psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+        );
+    }
+    /// `pg_stat_database.sessions` over every database.
+    fn sessions_accepted(&self) -> u64 {
+        // Each backend counts itself when it first goes idle, right after its start.
+        std::thread::sleep(Duration::from_millis(200));
+        let out = self.psql("SELECT sum(sessions) FROM pg_stat_database");
+        out.trim().parse().expect("pg_stat_database answers")
+    }
+    fn url(&self) -> String {
+        PgCluster::url(self)
+    }
+    fn launch(&mut self) {
+        PgCluster::launch(self);
+    }
+    fn pause(&self) {
+        PgCluster::pause(self);
+    }
+    fn resume(&self) {
+        PgCluster::resume(self);
+    }
+}
 
 /// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
+#[allow(unused_imports, reason = "each test binary uses part of it")]
+pub use alkstore_kit_harness::support::runtime;
 
 /// The shared test cluster's URL. Tests FAIL without it: run them with `make test-pg`.
 pub fn url() -> String {
@@ -30,17 +123,7 @@ pub fn url() -> String {
 
 /// A schema no other test (or run) uses.
 pub fn fresh_schema() -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "t{}_{}_{}",
-        std::process::id(),
-        nanos % 1_000_000_000_000,
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    alkstore_kit_harness::fresh_scope()
 }
 
 /// A store on the shared cluster, in a fresh schema.
@@ -98,10 +181,7 @@ pub struct PgCluster {
 
 impl PgCluster {
     pub fn start(port: u16) -> PgCluster {
-        let dir =
-            std::env::temp_dir().join(format!("alkstore-pg-fault-{port}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = support::scratch_dir("pg", port);
         let mut cluster = PgCluster {
             port,
             dir,
@@ -161,8 +241,13 @@ impl PgCluster {
 
     /// Starts the server (again), on the same data.
     pub fn launch(&mut self) {
+        // A cluster of the previous test binary may still be going away.
+        let start = Instant::now();
+        while support::listens(self.port) && start.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         assert!(
-            std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err(),
+            !support::listens(self.port),
             "something already listens on 127.0.0.1:{}; not touching it",
             self.port
         );
