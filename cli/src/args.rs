@@ -32,12 +32,13 @@ struct Cli {
         value_name = "URL",
         env = "ALKSTORE_URL",
         hide_env_values = true,
-        help = format!("The engine, by its URL's scheme: {}", SCHEMES.join(" "))
+        help = format!("The engine, by its URL's scheme:\n{}", SCHEMES.join(" "))
     )]
     url: Option<String>,
-    /// The namespace the application uses: on Redis the namespace (default "alk"); on
-    /// PostgreSQL the schema (default "alkstore"), which must exist; on SQLite the table
-    /// prefix (default "alkstore"), which must exist
+    /// The namespace the application uses: Redis's namespace (default "alk"),
+    /// PostgreSQL's schema (default "alkstore", must exist),
+    /// SQLite's table prefix (default "alkstore", must exist)
+    #[arg(verbatim_doc_comment)]
     #[arg(long, global = true, value_name = "NS", value_parser = NonEmptyStringValueParser::new())]
     namespace: Option<String>,
     /// Print JSON instead of a table (one object, one line)
@@ -50,21 +51,23 @@ struct Cli {
 /// The subcommands, as clap reads them.
 #[derive(Debug, Subcommand)]
 enum Verb {
-    /// The held leases (name, owner, fencing token, deadline, time left) and the queued
-    /// waiters, in the order they will be served
+    /// Held leases (name, owner, fencing token, deadline, time left), then waiters
+    /// in the order they will be served
+    #[command(verbatim_doc_comment)]
     List,
     /// The lease on NAME; exit 1 when it is not held
     Holder {
         /// The lock's name
         name: String,
     },
-    /// End the lease on NAME whoever holds it (its holder's renewals then fail, the next
-    /// grant has a larger token); exit 1 when it is not held
+    /// End the lease on NAME whoever holds it; exit 1 when it is not held
+    /// (its holder's renewals then fail, the next grant has a larger token)
+    #[command(verbatim_doc_comment)]
     Release {
         /// The lock's name
         name: String,
     },
-    /// Print a completion script for SHELL
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell)
     Completions {
         /// The shell
         shell: Shell,
@@ -155,14 +158,18 @@ pub(crate) fn completions(shell: Shell) -> String {
 /// usage that follows them.
 pub(crate) fn one_line(error: &clap::Error) -> String {
     let text = error.render().to_string();
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .take_while(|line| !line.starts_with("Usage:"))
-        .filter(|line| !line.is_empty())
-        .collect();
-    let joined = lines.join("; ");
-    joined.strip_prefix("error: ").unwrap_or(&joined).to_owned()
+    let mut out = String::new();
+    let lines = text.lines().map(str::trim);
+    for line in lines.take_while(|line| !line.starts_with("Usage:")) {
+        if line.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if out.ends_with(':') { " " } else { "; " });
+        }
+        out.push_str(line.strip_prefix("error: ").unwrap_or(line));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -270,8 +277,9 @@ mod tests {
         assert!(help.starts_with("alkstore: the operator's view"), "{help}");
         assert!(help.contains(&SCHEMES.join(" ")), "{help}");
         for default in [
-            "(default \"alk\")",
-            "(default \"alkstore\")",
+            "Redis's namespace (default \"alk\")",
+            "PostgreSQL's schema (default \"alkstore\"",
+            "SQLite's table prefix (default \"alkstore\"",
             "Exit codes: 0",
         ] {
             assert!(help.contains(default), "{default}: {help}");
@@ -284,7 +292,7 @@ mod tests {
             (&[], "requires a subcommand"),
             (&["lsit"], "unrecognized subcommand 'lsit'"),
             (&["lsit"], "a similar subcommand exists: 'list'"),
-            (&["holder"], "<NAME>"),
+            (&["holder"], "required arguments were not provided: <NAME>"),
             (&["release"], "<NAME>"),
             (&["list", "extra"], "unexpected argument 'extra'"),
             (&["holder", "a", "b"], "unexpected argument 'b'"),
