@@ -17,8 +17,8 @@
 //! password.
 //!
 //! The command line is clap's (`args.rs`), the JSON serde_json's (`json.rs`), the times
-//! jiff's (`time.rs`). The commands are written once against the contract (`alkstore_mem::LockStore`); the
-//! engines are picked in `engines.rs`, one match arm each.
+//! jiff's (`time.rs`). The commands are written once against the contract
+//! (`alkstore_mem::LockStore`); the engines are picked in `engines.rs`, one match arm each.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
