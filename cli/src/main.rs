@@ -81,12 +81,14 @@ fn print(text: &str, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Prints `message` as one line on stderr, without `secrets`, and exits with `code`.
+/// Prints `message` as one line on stderr, without `secrets` and with what could rewrite a
+/// terminal (control and bidirectional-override characters, which clap's errors may quote
+/// from the arguments) as spaces, and exits with `code`.
 fn fail(secrets: &Secrets, message: &str, code: u8) -> ExitCode {
     let line: String = secrets
         .scrub(message)
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if render::hostile(c) { ' ' } else { c })
         .collect();
     let _ = writeln!(std::io::stderr().lock(), "alkstore: {}", line.trim_end());
     ExitCode::from(code)

@@ -118,15 +118,18 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
+/// Whether `c` could rewrite a terminal: a control character, U+2028/U+2029 or a
+/// bidirectional control.
+pub(crate) fn hostile(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// `text` for a terminal: control characters, U+2028/U+2029 and the bidirectional
 /// controls escaped as `\u{…}` (and `\` as `\\` when something was escaped, so that the
 /// escaping can be read back); otherwise as it is. A text that already holds `\u{` is
 /// escaped too, so that it never prints like a text whose escape it spells.
 pub(crate) fn shown(text: &str) -> String {
-    let hostile = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
     if !text.chars().any(hostile) && !text.contains("\\u{") {
         return text.to_owned();
     }

@@ -62,6 +62,10 @@ fn usage_errors_exit_2_with_one_line_on_stderr() {
         ),
         (&["completions", "tcsh"], "invalid value 'tcsh'"),
         (
+            &["--url", url, "list", "x\u{202e}\u{1b}[2Jy"],
+            "unexpected argument 'x  [2Jy'",
+        ),
+        (
             &["--url", url, "holder", "bad\nname"],
             "control character U+000A",
         ),
