@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! alkstore [--url URL] [--namespace NS] [--json] <list | holder NAME | release NAME>
+//! alkstore completions <bash | zsh | fish | elvish | powershell>
 //! ```
 //!
 //! `list` shows the held leases (name, owner, fencing token, deadline in UTC and the time
@@ -15,8 +16,9 @@
 //! not be reached or did not answer. Errors are one line on stderr and never quote the URL's
 //! password.
 //!
-//! The commands are written once against the contract (`alkstore_mem::LockStore`); the
-//! engines are picked in `engines.rs`, one match arm each.
+//! The command line is clap's (`args.rs`), the JSON serde_json's (`json.rs`), the times
+//! jiff's (`time.rs`). The commands are written once against the contract
+//! (`alkstore_mem::LockStore`); the engines are picked in `engines.rs`, one match arm each.
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
@@ -41,23 +43,12 @@ const USAGE: u8 = 2;
 const UNAVAILABLE: u8 = 3;
 
 fn main() -> ExitCode {
-    let parsed = args::utf8_args(std::env::args_os().skip(1)).and_then(|args| {
-        let env_url = match std::env::var_os("ALKSTORE_URL") {
-            Some(url) => Some(
-                url.into_string()
-                    .map_err(|_| "ALKSTORE_URL is not valid UTF-8")?,
-            ),
-            None => None,
-        };
-        args::parse(args, env_url)
-    });
-    let invocation = match parsed {
-        Ok(Parsed::Help) => return print(&args::usage(), 0),
-        Ok(Parsed::Version) => {
-            return print(&format!("alkstore {}\n", env!("CARGO_PKG_VERSION")), 0);
-        }
+    let invocation = match args::parse(std::env::args_os()) {
         Ok(Parsed::Run(invocation)) => invocation,
-        Err(message) => return fail(&Secrets::default(), &message, USAGE),
+        Ok(Parsed::Completions(shell)) => return print(&args::completions(shell), 0),
+        // Help and version (exit 0), on stdout.
+        Err(e) if !e.use_stderr() => return print(&e.render().to_string(), 0),
+        Err(e) => return fail(&Secrets::default(), &args::one_line(&e), USAGE),
     };
     let secrets = Secrets::of(&invocation.url);
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -90,12 +81,14 @@ fn print(text: &str, code: u8) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Prints `message` as one line on stderr, without `secrets`, and exits with `code`.
+/// Prints `message` as one line on stderr, without `secrets` and with what could rewrite a
+/// terminal (control and bidirectional-override characters, which clap's errors may quote
+/// from the arguments) as spaces, and exits with `code`.
 fn fail(secrets: &Secrets, message: &str, code: u8) -> ExitCode {
     let line: String = secrets
         .scrub(message)
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if render::hostile(c) { ' ' } else { c })
         .collect();
     let _ = writeln!(std::io::stderr().lock(), "alkstore: {}", line.trim_end());
     ExitCode::from(code)

@@ -45,33 +45,9 @@ pub(crate) fn list_table(snapshot: &Snapshot, now: Timestamp) -> String {
     out
 }
 
-/// `list`, for a script: `{"now":…,"held":[lease…],"waiting":[{"name","owner","position"}…]}`.
+/// `list`, for a script: one JSON object ([`json::list`]).
 pub(crate) fn list_json(snapshot: &Snapshot, now: Timestamp) -> String {
-    let mut out = String::from("{\"now\":");
-    json::push_string(&mut out, &rfc3339(now, 9));
-    out.push_str(",\"held\":[");
-    for (i, lease) in snapshot.held.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_lease_json(&mut out, lease, now);
-    }
-    out.push_str("],\"waiting\":[");
-    let mut position = 0;
-    for (i, waiter) in snapshot.waiting.iter().enumerate() {
-        let same_name = i > 0 && snapshot.waiting[i - 1].name == waiter.name;
-        position = if same_name { position + 1 } else { 1 };
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str("{\"name\":");
-        json::push_string(&mut out, &waiter.name);
-        out.push_str(",\"owner\":");
-        json::push_string(&mut out, &waiter.owner);
-        let _ = write!(out, ",\"position\":{position}}}");
-    }
-    out.push_str("]}\n");
-    out
+    json::list(snapshot, now)
 }
 
 /// `holder NAME`, for a person: the lease as a one-row table, or that it is not held.
@@ -100,30 +76,9 @@ pub(crate) fn release_text(name: &str, ended: Option<&LeaseInfo>, now: Timestamp
     )
 }
 
-/// `holder`/`release`, for a script: `{"now":…,"<key>":lease}`, with `null` for no lease.
-pub(crate) fn lease_json(key: &str, lease: Option<&LeaseInfo>, now: Timestamp) -> String {
-    let mut out = String::from("{\"now\":");
-    json::push_string(&mut out, &rfc3339(now, 9));
-    let _ = write!(out, ",\"{key}\":");
-    match lease {
-        Some(lease) => push_lease_json(&mut out, lease, now),
-        None => out.push_str("null"),
-    }
-    out.push_str("}\n");
-    out
-}
-
-/// One lease as JSON: name, owner, token, deadline (RFC 3339, to the nanosecond) and the
-/// whole milliseconds left (0 once it has passed).
-fn push_lease_json(out: &mut String, lease: &LeaseInfo, now: Timestamp) {
-    out.push_str("{\"name\":");
-    json::push_string(out, lease.name());
-    out.push_str(",\"owner\":");
-    json::push_string(out, lease.owner());
-    let _ = write!(out, ",\"token\":{},\"deadline\":", lease.token());
-    json::push_string(out, &rfc3339(lease.deadline(), 9));
-    let left_ms = left(lease.deadline(), now).map_or(0, |d| d.as_millis());
-    let _ = write!(out, ",\"left_ms\":{left_ms}}}");
+/// `holder`/`release`, for a script: `{"now":…,"<key>":lease}` ([`json::lease`]).
+pub(crate) fn lease_json(key: &'static str, lease: Option<&LeaseInfo>, now: Timestamp) -> String {
+    json::lease(key, lease, now)
 }
 
 /// One lease as a table row.
@@ -163,15 +118,18 @@ fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
+/// Whether `c` could rewrite a terminal: a control character, U+2028/U+2029 or a
+/// bidirectional control.
+pub(crate) fn hostile(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// `text` for a terminal: control characters, U+2028/U+2029 and the bidirectional
 /// controls escaped as `\u{…}` (and `\` as `\\` when something was escaped, so that the
 /// escaping can be read back); otherwise as it is. A text that already holds `\u{` is
 /// escaped too, so that it never prints like a text whose escape it spells.
 pub(crate) fn shown(text: &str) -> String {
-    let hostile = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
     if !text.chars().any(hostile) && !text.contains("\\u{") {
         return text.to_owned();
     }
@@ -232,7 +190,7 @@ server time 2025-11-20T10:00:00.000Z: 3 held, 3 waiting
 
 NAME          OWNER     TOKEN             DEADLINE (UTC)            LEFT
 invoice/1001  worker-1  1763632800123456  2025-11-20T10:00:29.812Z  29.8s
-report        cron      1763632800123999  2025-11-20T11:00:00.000Z  1h 00m
+report        cron      1763632800123999  2025-11-20T11:00:00.000Z  1h
 old           gone      7                 2025-11-20T09:46:40.000Z  lapsed
 
 WAITING FOR   OWNER     POSITION

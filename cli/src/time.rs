@@ -1,49 +1,20 @@
-//! Times as an operator reads them: an engine's [`Timestamp`] (nanoseconds since the Unix
-//! epoch) as RFC 3339 UTC, and a time left in readable units. By hand, from the proleptic
-//! Gregorian calendar (UTC has no leap seconds in Unix time).
+//! Times as an operator reads them, by `jiff`: an engine's [`Timestamp`] (nanoseconds since
+//! the Unix epoch) as RFC 3339 UTC, and a time left in jiff's "friendly" duration format.
 
 use std::time::Duration;
 
 use alkstore_mem::Timestamp;
+use jiff::fmt::friendly::{FractionalUnit, SpanPrinter};
+use jiff::{RoundMode, Span, SpanRound, Unit};
 
-/// `at` (nanoseconds since the Unix epoch) as RFC 3339 UTC, `2026-11-20T10:00:29.812Z`, with
-/// `digits` digits of the second's fraction (0 to 9; truncated, never rounded up, so a
-/// deadline is never shown later than it is).
-pub(crate) fn rfc3339(at: Timestamp, digits: u32) -> String {
-    let nanos = at.as_nanos();
-    let (secs, fraction) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
-    let (days, of_day) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    let (hour, minute, second) = (of_day / 3_600, of_day % 3_600 / 60, of_day % 60);
-    let mut text = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}");
-    let digits = digits.min(9);
-    if digits > 0 {
-        let shown = fraction / 10u64.pow(9 - digits);
-        text.push_str(&format!(".{shown:0width$}", width = digits as usize));
-    }
-    text.push('Z');
-    text
-}
-
-/// The (year, month, day) of `days` days after 1970-01-01, in the proleptic Gregorian
-/// calendar (Howard Hinnant's `civil_from_days`, for days on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    // Counted from 0000-03-01, so that the leap day ends a year.
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-    let month = if month_from_march < 10 {
-        month_from_march + 3
-    } else {
-        month_from_march - 9
-    };
-    let year = era * 400 + year_of_era + u64::from(month <= 2);
-    (year, month, day)
+/// `at` as RFC 3339 UTC, `2026-11-20T10:00:29.812Z`, with `digits` digits of the second's
+/// fraction (0 to 9; truncated, never rounded up, so a deadline is never shown later than it
+/// is).
+pub(crate) fn rfc3339(at: Timestamp, digits: usize) -> String {
+    // A u64 of nanoseconds ends in 2554, well inside jiff's range (up to 9999).
+    let at = jiff::Timestamp::from_nanosecond(i128::from(at.as_nanos()))
+        .expect("a u64 of nanoseconds is within jiff's range");
+    format!("{at:.digits$}")
 }
 
 /// How long until `deadline` at `now`: `None` once it has passed (the lease is live while
@@ -52,21 +23,35 @@ pub(crate) fn left(deadline: Timestamp, now: Timestamp) -> Option<Duration> {
     (now < deadline).then(|| deadline.saturating_duration_since(now))
 }
 
-/// A time left in the units a person reads, rounded down: `850ms`, `29.8s`, `4m 05s`,
-/// `1h 02m`, `3d 04h`.
+/// A time left in its two largest units, rounded down, in jiff's friendly format: `850ms`,
+/// `29.8s`, `4m 5s`, `1h 2m`, `3d 4h` (a day is 24 hours; a unit that rounds to zero is left
+/// out: `1h`).
 pub(crate) fn readable(d: Duration) -> String {
-    let secs = d.as_secs();
-    if secs >= 86_400 {
-        format!("{}d {:02}h", secs / 86_400, secs % 86_400 / 3_600)
-    } else if secs >= 3_600 {
-        format!("{}h {:02}m", secs / 3_600, secs % 3_600 / 60)
-    } else if secs >= 60 {
-        format!("{}m {:02}s", secs / 60, secs % 60)
-    } else if secs >= 1 {
-        format!("{secs}.{}s", d.subsec_millis() / 100)
-    } else {
-        format!("{}ms", d.as_millis())
-    }
+    static UNITS: SpanPrinter = SpanPrinter::new().zero_unit(Unit::Millisecond);
+    static TENTHS: SpanPrinter = SpanPrinter::new()
+        .fractional(Some(FractionalUnit::Second))
+        .precision(Some(1));
+    let (largest, smallest) = match d.as_secs() {
+        86_400.. => (Unit::Day, Unit::Hour),
+        3_600.. => (Unit::Hour, Unit::Minute),
+        60.. => (Unit::Minute, Unit::Second),
+        1.. => return TENTHS.unsigned_duration_to_string(&d),
+        0 => (Unit::Millisecond, Unit::Millisecond),
+    };
+    let rounded = Span::try_from(d).and_then(|span| {
+        span.round(
+            SpanRound::new()
+                .largest(largest)
+                .smallest(smallest)
+                .mode(RoundMode::Trunc)
+                .days_are_24_hours(),
+        )
+    });
+    // Durations the engines give (u64 nanoseconds, 584 years at most) fit in a span.
+    rounded.map_or_else(
+        |_| format!("{}s", d.as_secs()),
+        |span| UNITS.span_to_string(&span),
+    )
 }
 
 #[cfg(test)]
@@ -107,55 +92,26 @@ mod tests {
         assert_eq!(rfc3339(t, 12), "2025-11-20T10:00:29.812999999Z");
         assert_eq!(rfc3339(at(1, 5), 9), "1970-01-01T00:00:01.000000005Z");
         assert_eq!(rfc3339(at(1, 5), 3), "1970-01-01T00:00:01.000Z");
+        assert_eq!(rfc3339(at(1, 0), 9), "1970-01-01T00:00:01.000000000Z");
     }
 
     #[test]
-    fn every_day_of_four_centuries_follows_the_one_before() {
-        // Day by day from 1970 to 2370: the date only ever moves to the next day.
-        let mut previous = civil_from_days(0);
-        assert_eq!(previous, (1970, 1, 1));
-        for days in 1..146_097 {
-            let (y, m, d) = civil_from_days(days);
-            let (py, pm, pd) = previous;
-            let next_day = (y, m, d) == (py, pm, pd + 1);
-            let next_month = (y, m, d) == (py, pm + 1, 1) && pm < 12;
-            let next_year = (y, m, d) == (py + 1, 1, 1) && (pm, pd) == (12, 31);
-            assert!(
-                next_day || next_month || next_year,
-                "{previous:?} -> {:?}",
-                (y, m, d)
-            );
-            let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-            let month_days = [
-                31,
-                28 + u64::from(leap),
-                31,
-                30,
-                31,
-                30,
-                31,
-                31,
-                30,
-                31,
-                30,
-                31,
-            ];
-            assert!(d <= month_days[(m - 1) as usize], "{y}-{m}-{d}");
-            previous = (y, m, d);
-        }
-        assert_eq!(previous, (2369, 12, 31));
-    }
-
-    #[test]
-    fn time_left_reads_in_units_and_is_none_at_the_deadline() {
+    fn time_left_reads_in_two_units_rounded_down_and_is_none_at_the_deadline() {
         let ms = Duration::from_millis;
+        let s = Duration::from_secs;
         assert_eq!(readable(ms(0)), "0ms");
         assert_eq!(readable(ms(850)), "850ms");
+        assert_eq!(readable(ms(999)), "999ms");
         assert_eq!(readable(ms(1_000)), "1.0s");
         assert_eq!(readable(ms(29_871)), "29.8s");
-        assert_eq!(readable(Duration::from_secs(245)), "4m 05s");
-        assert_eq!(readable(Duration::from_secs(3_720)), "1h 02m");
-        assert_eq!(readable(Duration::from_secs(273_600)), "3d 04h");
+        assert_eq!(readable(ms(59_999)), "59.9s");
+        assert_eq!(readable(s(245)), "4m 5s");
+        assert_eq!(readable(ms(3_599_999)), "59m 59s");
+        assert_eq!(readable(s(3_600)), "1h");
+        assert_eq!(readable(s(3_720) + ms(59_999)), "1h 2m");
+        assert_eq!(readable(s(273_600 + 3_599)), "3d 4h");
+        assert_eq!(readable(s(400 * 86_400)), "400d");
+        assert_eq!(readable(Duration::from_nanos(u64::MAX)), "213503d 23h");
         let deadline = Timestamp::from_millis(5_000);
         assert_eq!(left(deadline, Timestamp::from_millis(4_150)), Some(ms(850)));
         assert_eq!(left(deadline, deadline), None);

@@ -30,10 +30,14 @@ fn help_and_version_exit_0() {
         "{run:?}"
     );
     assert!(
-        run.stdout.contains("Usage: alkstore [--url URL]"),
+        run.stdout.contains("Usage: alkstore [OPTIONS] <COMMAND>"),
         "{run:?}"
     );
     assert!(run.stdout.contains("redis:// redis+unix://"), "{run:?}");
+    assert!(run.stdout.contains("(default \"alk\")"), "{run:?}");
+    let run = alkstore_env(&["holder", "--help"], &[]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("Usage: alkstore holder"), "{run:?}");
     let run = alkstore_env(&["-V"], &[]);
     assert_eq!(
         (run.code, run.stdout.trim()),
@@ -45,16 +49,21 @@ fn help_and_version_exit_0() {
 fn usage_errors_exit_2_with_one_line_on_stderr() {
     let url = "redis://127.0.0.1:1/";
     let cases: &[(&[&str], &str)] = &[
-        (&["--url", url], "no command"),
-        (&["--url", url, "lsit"], "unknown command \"lsit\""),
-        (&["--url", url, "holder"], "holder needs a lock NAME"),
+        (&["--url", url], "requires a subcommand"),
+        (&["--url", url, "lsit"], "unrecognized subcommand 'lsit'"),
+        (&["--url", url, "holder"], "<NAME>"),
         (
             &["--url", url, "release", "a", "b"],
-            "unexpected argument \"b\"",
+            "unexpected argument 'b'",
         ),
         (
             &["--url", url, "--verbose", "list"],
-            "unknown option \"--verbose\"",
+            "unexpected argument '--verbose'",
+        ),
+        (&["completions", "tcsh"], "invalid value 'tcsh'"),
+        (
+            &["--url", url, "list", "x\u{202e}\u{1b}[2Jy"],
+            "unexpected argument 'x  [2Jy'",
         ),
         (
             &["--url", url, "holder", "bad\nname"],
@@ -128,4 +137,31 @@ fn an_unreachable_engine_exits_3_with_a_clear_message_and_no_password() {
     let url = format!("rediss://:hunter2-secret@127.0.0.1:{port}/");
     let run = alkstore_env(&["--url", &url, "list"], &[]);
     assert_failed(&run, 2, "unsupported URL scheme \"rediss://\"", "hunter2");
+}
+
+#[test]
+fn completions_need_no_url_and_exit_0() {
+    for shell in ["bash", "zsh", "fish"] {
+        let run = alkstore_env(&["completions", shell], &[]);
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{shell}");
+        assert!(run.stdout.contains("release"), "{shell}: {}", run.stdout);
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn an_empty_env_url_is_no_url_and_bytes_that_are_not_utf8_are_a_usage_error() {
+    let run = alkstore_env(&["list"], &[("ALKSTORE_URL", "")]);
+    assert_failed(&run, 2, "no engine URL", "\u{0}");
+    use std::os::unix::ffi::OsStrExt;
+    let bad = std::ffi::OsStr::from_bytes(b"j\xffb");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_alkstore"))
+        .args(["--url", "redis://127.0.0.1:1/", "holder"])
+        .arg(bad)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("invalid UTF-8"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
