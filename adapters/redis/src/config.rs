@@ -25,6 +25,9 @@ use alkstore_kit::CommonConfig;
 pub struct RedisConfig {
     namespace: String,
     common: CommonConfig,
+    /// PEM of the CA(s) that `rediss://` server certificates must chain to, instead of the
+    /// system's roots.
+    tls_root_ca: Option<Vec<u8>>,
 }
 
 alkstore_kit::common_config!(RedisConfig);
@@ -36,6 +39,7 @@ impl RedisConfig {
         RedisConfig {
             namespace: "alk".into(),
             common: CommonConfig::new(),
+            tls_root_ca: None,
         }
     }
 
@@ -52,6 +56,24 @@ impl RedisConfig {
     /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    /// Trust only the CA certificate(s) in `pem` (PEM text, one or more certificates) for a
+    /// `rediss://` server, instead of the system's roots: for a Redis whose certificate is
+    /// signed by a private CA. The server's certificate must still name the URL's host.
+    /// [`connect_with`](crate::RedisLocks::connect_with) answers
+    /// [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable) when `pem` holds no
+    /// certificate, when the URL is not `rediss://`, when this build has no TLS (feature
+    /// `tls`, on by default), and when the server's certificate does not chain to it.
+    #[must_use]
+    pub fn with_tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root_ca = Some(pem.into());
+        self
+    }
+
+    /// The PEM set by [`with_tls_root_ca`](Self::with_tls_root_ca), if any.
+    pub fn tls_root_ca(&self) -> Option<&[u8]> {
+        self.tls_root_ca.as_deref()
     }
 
     /// How long a release's mark (`{ns}:released:<rid>`) stays, in ms: a retry of the same

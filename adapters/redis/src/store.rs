@@ -56,6 +56,58 @@ fn optional(us: u64) -> Option<Timestamp> {
     (us != 0).then(|| from_us(us))
 }
 
+/// The client for `url`: plain, or TLS (`rediss://`) with the system's roots or the config's
+/// root CA.
+fn open_client(url: &str, config: &RedisConfig) -> Result<redis::Client, LockError> {
+    let invalid =
+        |e: &dyn fmt::Display| unavailable(format!("invalid redis url {}: {e}", redacted(url)));
+    let tls = url
+        .split_once("://")
+        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("rediss"));
+    #[cfg(feature = "tls")]
+    if tls {
+        // rustls needs a process-wide crypto provider; ours is ring. An application that
+        // installed one of its own keeps it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    #[cfg(not(feature = "tls"))]
+    if tls {
+        return Err(unavailable(format!(
+            "cannot connect to {}: this build of alkstore-redis has no TLS (feature \"tls\")",
+            redacted(url)
+        )));
+    }
+    let Some(pem) = config.tls_root_ca() else {
+        return redis::Client::open(url).map_err(|e| invalid(&e));
+    };
+    if !tls {
+        return Err(unavailable(format!(
+            "invalid RedisConfig: a TLS root CA is set but {} is not a rediss:// url",
+            redacted(url)
+        )));
+    }
+    #[cfg(feature = "tls")]
+    {
+        if !String::from_utf8_lossy(pem).contains("-----BEGIN CERTIFICATE-----") {
+            return Err(unavailable(
+                "invalid RedisConfig: the TLS root CA holds no PEM certificate",
+            ));
+        }
+        let certificates = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem.to_vec()),
+        };
+        redis::Client::build_with_tls(url, certificates).map_err(|e| invalid(&e))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = pem;
+        Err(unavailable(
+            "this build of alkstore-redis has no TLS (feature \"tls\")",
+        ))
+    }
+}
+
 impl Redis {
     /// Runs `script` on `name` with `args`; every failure (refused, a script error) is
     /// [`LockError::Unavailable`]. The kit bounds it by the `io_timeout`.
@@ -126,8 +178,7 @@ impl Protocol for Redis {
                 "invalid RedisConfig: namespace {ns:?} must be non-empty and hold no '{{' or '}}'"
             )));
         }
-        let client = redis::Client::open(url)
-            .map_err(|e| unavailable(format!("invalid redis url {}: {e}", redacted(url))))?;
+        let client = open_client(url, &config)?;
         let io = config.io_timeout();
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(io))
