@@ -124,10 +124,12 @@ test-redis: redis-setup redis-port
 	$(CARGO) test -q -p alkstore-redis --no-run
 	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
 
-## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside
+## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
+## and with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench), try_lock+release with replica ack
+REDIS_BENCH_REPLICA_PORT ?= 6445
 bench-redis: redis-setup redis-port
 	$(CARGO) build --release -q -p alkstore-redis-tools --bin bench
-	$(REDIS_RUN) $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
+	ALKSTORE_BENCH_REPLICA_PORT=$(REDIS_BENCH_REPLICA_PORT) $(REDIS_RUN) $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
 
 ## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
 demo-redis: redis-setup redis-port

@@ -15,6 +15,7 @@ use crate::command::{self, Answer, Failure};
 pub(crate) const SCHEMES: &[&str] = &[
     "redis://",
     "redis+unix://",
+    "rediss://",
     "postgres://",
     "postgresql://",
     "sqlite://",
@@ -34,7 +35,7 @@ pub(crate) async fn run(invocation: &Invocation) -> Result<Answer, Failure> {
     } = invocation;
     let namespace = namespace.as_deref();
     match scheme(url).as_deref() {
-        Some("redis" | "redis+unix") => {
+        Some("redis" | "rediss" | "redis+unix") => {
             let (store, clock) = redis::open(url, namespace).await?;
             command::run(&store, &clock, command, *json).await
         }
@@ -74,9 +75,6 @@ fn scheme(url: &str) -> Option<String> {
 fn unsupported(scheme: Option<&str>) -> String {
     let served = SCHEMES.join(" ");
     match scheme {
-        Some("rediss") => format!(
-            "unsupported URL scheme \"rediss://\": this build of alkstore has no TLS; alkstore serves {served}"
-        ),
         Some(scheme) => format!(
             "unsupported URL scheme {:?}: alkstore serves {served}",
             format!("{scheme}://")
@@ -100,7 +98,7 @@ mod tests {
         assert_eq!(scheme("127.0.0.1:6379"), None);
         assert_eq!(
             unsupported(Some("mysql")),
-            "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql:// sqlite://"
+            "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// rediss:// postgres:// postgresql:// sqlite://"
         );
         assert!(unsupported(None).starts_with("the URL has no scheme"));
     }

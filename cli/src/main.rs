@@ -10,7 +10,7 @@
 //! left, both on the engine's clock) and the queued waiters; `holder NAME` one lease;
 //! `release NAME` ends a stuck lease whoever holds it (its holder's renewals then fail, and
 //! the next grant carries a larger token). The URL comes from `--url` or `$ALKSTORE_URL`;
-//! its scheme picks the engine (`redis://`, `redis+unix://`, `postgres://`, `postgresql://`, `sqlite://` + a file path; no TLS in this build).
+//! its scheme picks the engine (`redis://`, `rediss://` (TLS: the server's certificate checked against the system's roots, or the CA file in `SSL_CERT_FILE`), `redis+unix://`, `postgres://`, `postgresql://`, `sqlite://` + a file path).
 //!
 //! Exit codes: 0 done, 1 not held / nothing to release, 2 usage error, 3 the engine could
 //! not be reached or did not answer. Errors are one line on stderr and never quote the URL's

@@ -90,7 +90,7 @@ fn an_unsupported_scheme_is_a_usage_error_naming_the_schemes_served() {
     assert_failed(
         &run,
         2,
-        "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// postgres:// postgresql:// sqlite://",
+        "unsupported URL scheme \"mysql://\": alkstore serves redis:// redis+unix:// rediss:// postgres:// postgresql:// sqlite://",
         "hunter2",
     );
     // From the environment too, and a URL with no scheme at all.
@@ -132,11 +132,11 @@ fn an_unreachable_engine_exits_3_with_a_clear_message_and_no_password() {
         "redis+unix:///nonexistent/alkstore-test.sock",
         "hunter2",
     );
-    // TLS, which this build's Redis client does not include: a usage error naming what is
-    // served, before anything is dialled.
+    // TLS to a port where nothing listens: unavailable, its password never quoted.
     let url = format!("rediss://:hunter2-secret@127.0.0.1:{port}/");
     let run = alkstore_env(&["--url", &url, "list"], &[]);
-    assert_failed(&run, 2, "unsupported URL scheme \"rediss://\"", "hunter2");
+    let said = format!("lock engine unavailable: could not connect to rediss://127.0.0.1:{port}/");
+    assert_failed(&run, 3, &said, "hunter2");
 }
 
 #[test]

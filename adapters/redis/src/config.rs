@@ -1,6 +1,8 @@
 //! [`RedisConfig`]: the namespace of a [`RedisLocks`](crate::RedisLocks), with the limits and
 //! timeouts every engine shares (from the kit's [`CommonConfig`]).
 
+use std::time::Duration;
+
 use alkstore_kit::CommonConfig;
 
 /// How a [`RedisLocks`](crate::RedisLocks) uses its server.
@@ -25,6 +27,11 @@ use alkstore_kit::CommonConfig;
 pub struct RedisConfig {
     namespace: String,
     common: CommonConfig,
+    /// PEM of the CA(s) that `rediss://` server certificates must chain to, instead of the
+    /// system's roots.
+    tls_root_ca: Option<Vec<u8>>,
+    /// Replicas that must acknowledge a grant or renewal, and for how long to wait for them.
+    replica_ack: Option<(u32, Duration)>,
 }
 
 alkstore_kit::common_config!(RedisConfig);
@@ -36,6 +43,8 @@ impl RedisConfig {
         RedisConfig {
             namespace: "alk".into(),
             common: CommonConfig::new(),
+            tls_root_ca: None,
+            replica_ack: None,
         }
     }
 
@@ -52,6 +61,47 @@ impl RedisConfig {
     /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.namespace
+    }
+
+    /// Trust only the CA certificate(s) in `pem` (PEM text, one or more certificates) for a
+    /// `rediss://` server, instead of the system's roots: for a Redis whose certificate is
+    /// signed by a private CA. The server's certificate must still name the URL's host.
+    /// [`connect_with`](crate::RedisLocks::connect_with) answers
+    /// [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable) when `pem` holds no
+    /// certificate, when the URL is not `rediss://`, when this build has no TLS (feature
+    /// `tls`, on by default), and when the server's certificate does not chain to it.
+    #[must_use]
+    pub fn with_tls_root_ca(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.tls_root_ca = Some(pem.into());
+        self
+    }
+
+    /// The PEM set by [`with_tls_root_ca`](Self::with_tls_root_ca), if any.
+    pub fn tls_root_ca(&self) -> Option<&[u8]> {
+        self.tls_root_ca.as_deref()
+    }
+
+    /// Waits for `replicas` replicas to acknowledge every grant (of a `try_lock`, of a step
+    /// of an `acquire`, a hand-off included) and every renewal before the caller is told it
+    /// holds the lock: each of these scripts is followed by `WAIT replicas timeout` in one
+    /// pipeline on the same connection. When fewer acknowledge within `timeout`, the call
+    /// answers [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable): a grant is
+    /// then withdrawn (the kit withdraws a request whose call failed; the lease ends on the
+    /// master at once), a renewal is reported as failed (the lease keeps the deadline it had
+    /// before as far as the caller knows; `keep_alive` tries again). Releases and withdrawals
+    /// are not waited for: one lost in a failover leaves a lease that lapses at its deadline,
+    /// never two holders. `timeout` is clamped to 1 ms..=`io_timeout` (the whole call is bound
+    /// by the `io_timeout`). `replicas == 0` turns it off (the default).
+    #[must_use]
+    pub fn with_replica_ack(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replica_ack = (replicas > 0).then_some((replicas, timeout));
+        self
+    }
+
+    /// The replica acknowledgement set by [`with_replica_ack`](Self::with_replica_ack):
+    /// `(replicas, timeout)` as given, `None` when off.
+    pub fn replica_ack(&self) -> Option<(u32, Duration)> {
+        self.replica_ack
     }
 
     /// How long a release's mark (`{ns}:released:<rid>`) stays, in ms: a retry of the same

@@ -24,12 +24,16 @@
 //! - **Fencing tokens** strictly increase across the namespace. The counter `{ns}:token` is
 //!   raised to at least the server's time in microseconds at every grant, so tokens keep
 //!   increasing across a Redis restart that lost the counter (no persistence), as long as
-//!   the server's clock did not step back by more than the time the restart took. They do
-//!   **not** survive a failover to a replica that missed the last writes (it may hand out a
-//!   token again, and grant a name that was held). To harden that: run with an fsynced AOF
-//!   (`appendonly yes`, `appendfsync always`) and no failover, or follow writes with
-//!   `WAIT` so a replica has them before a grant is used; the lease itself is as safe as the
-//!   data Redis keeps.
+//!   the server's clock did not step back by more than the time the restart took, and for
+//!   the same reason across a failover to a replica whose clock reads later than the old
+//!   master's did at its last grant. A failover to a replica that missed the last writes
+//!   **can grant a name that was held** (within one replication lag): fencing then refuses
+//!   the stale holder's writes, by the token order above. To close that window, set
+//!   [`RedisConfig::with_replica_ack`]: a grant or renewal is acknowledged by that many
+//!   replicas (`WAIT`) before the caller is told it holds the lock, else `Unavailable` and
+//!   the grant is withdrawn.
+//! - **TLS**: `rediss://` URLs (feature `tls`, on by default, rustls), with the system's
+//!   roots or [`RedisConfig::with_tls_root_ca`].
 //! - **Waiting** is FIFO across processes with direct hand-off inside the release script and
 //!   no barging; waiters sleep on pub/sub with a bounded re-check (see [`RedisAcquire`]).
 //! - **Failures** (connection refused, no answer within [`RedisConfig::io_timeout`], a script

@@ -71,12 +71,32 @@ pub(crate) fn field(reply: &[String], i: usize) -> Result<u64, LockError> {
 /// A script argument, as an object (so that one call can pass arguments of several types).
 pub(crate) trait ToRedisArgsDyn: Sync {
     fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>);
+    fn push_to_cmd(&self, cmd: &mut redis::Cmd);
 }
 
 impl<T: ToRedisArgs + Sync> ToRedisArgsDyn for T {
     fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>) {
         invocation.arg(self);
     }
+    fn push_to_cmd(&self, cmd: &mut redis::Cmd) {
+        cmd.arg(self);
+    }
+}
+
+/// The same invocation as [`invocation`], as an `EVALSHA` command (to pipeline it with a
+/// `WAIT`); the script must be loaded (`NOSCRIPT` otherwise).
+pub(crate) fn evalsha(
+    script: &Script,
+    prefix: &str,
+    name: &str,
+    args: &[&dyn ToRedisArgsDyn],
+) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash()).arg(1).arg(prefix).arg(name);
+    for arg in args {
+        arg.push_to_cmd(&mut cmd);
+    }
+    cmd
 }
 
 /// A script's invocation on `name` with `args`, its first key the namespace prefix.

@@ -13,7 +13,9 @@ use redis::{FromRedisValue, Script};
 
 use crate::config::RedisConfig;
 use crate::listener::{RedisFallback, RedisListener};
-use crate::scripts::{SCRIPTS, ToRedisArgsDyn, failed, field, from_us, invocation, micros};
+use crate::scripts::{
+    SCRIPTS, ToRedisArgsDyn, evalsha, failed, field, from_us, invocation, micros,
+};
 
 /// The Redis engine: one multiplexed [`ConnectionManager`] (it reconnects by itself), the
 /// client that opens the pub/sub subscriber and the clean-up connections, and the namespace.
@@ -56,6 +58,58 @@ fn optional(us: u64) -> Option<Timestamp> {
     (us != 0).then(|| from_us(us))
 }
 
+/// The client for `url`: plain, or TLS (`rediss://`) with the system's roots or the config's
+/// root CA.
+fn open_client(url: &str, config: &RedisConfig) -> Result<redis::Client, LockError> {
+    let invalid =
+        |e: &dyn fmt::Display| unavailable(format!("invalid redis url {}: {e}", redacted(url)));
+    let tls = url
+        .split_once("://")
+        .is_some_and(|(scheme, _)| scheme.eq_ignore_ascii_case("rediss"));
+    #[cfg(feature = "tls")]
+    if tls {
+        // rustls needs a process-wide crypto provider; ours is ring. An application that
+        // installed one of its own keeps it.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    #[cfg(not(feature = "tls"))]
+    if tls {
+        return Err(unavailable(format!(
+            "cannot connect to {}: this build of alkstore-redis has no TLS (feature \"tls\")",
+            redacted(url)
+        )));
+    }
+    let Some(pem) = config.tls_root_ca() else {
+        return redis::Client::open(url).map_err(|e| invalid(&e));
+    };
+    if !tls {
+        return Err(unavailable(format!(
+            "invalid RedisConfig: a TLS root CA is set but {} is not a rediss:// url",
+            redacted(url)
+        )));
+    }
+    #[cfg(feature = "tls")]
+    {
+        if !String::from_utf8_lossy(pem).contains("-----BEGIN CERTIFICATE-----") {
+            return Err(unavailable(
+                "invalid RedisConfig: the TLS root CA holds no PEM certificate",
+            ));
+        }
+        let certificates = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem.to_vec()),
+        };
+        redis::Client::build_with_tls(url, certificates).map_err(|e| invalid(&e))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = pem;
+        Err(unavailable(
+            "this build of alkstore-redis has no TLS (feature \"tls\")",
+        ))
+    }
+}
+
 impl Redis {
     /// Runs `script` on `name` with `args`; every failure (refused, a script error) is
     /// [`LockError::Unavailable`]. The kit bounds it by the `io_timeout`.
@@ -89,6 +143,69 @@ impl Redis {
             other => other,
         }
         .map_err(|e| failed(&e))
+    }
+
+    /// Runs `script` as [`run`](Self::run) does; with a replica ack configured
+    /// ([`RedisConfig::with_replica_ack`]), `WAIT n ms` follows it in one pipeline on the same
+    /// connection, so that it waits for this very script's writes (a `WAIT` sent alone could
+    /// land on a new connection after a reconnection, whose offset is 0, and count replicas
+    /// that never saw the script). Answers the script's reply and the replicas that
+    /// acknowledged (`None` without a replica ack); the caller decides whether its reply needed
+    /// them ([`acked`](Self::acked)).
+    pub(crate) async fn run_waited<T: FromRedisValue>(
+        &self,
+        script: &Script,
+        name: &str,
+        args: &[&dyn ToRedisArgsDyn],
+    ) -> Result<(T, Option<u32>), LockError> {
+        let Some((replicas, timeout)) = self.config.replica_ack() else {
+            return Ok((self.run(script, name, args).await?, None));
+        };
+        let wait_ms = timeout
+            .min(self.config.io_timeout())
+            .as_millis()
+            .clamp(1, u128::from(u32::MAX));
+        let mut pipe = redis::pipe();
+        pipe.add_command(evalsha(script, &self.prefix, name, args))
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(u64::try_from(wait_ms).unwrap_or(u64::MAX));
+        let mut conn = self.conn.clone();
+        let mut loaded = false;
+        let mut retried = false;
+        loop {
+            match pipe.query_async::<(T, u32)>(&mut conn).await {
+                Ok((reply, acked)) => return Ok((reply, Some(acked))),
+                // The server does not have the script (first use, a restart, SCRIPT FLUSH):
+                // load it and send the pipeline again (nothing of it ran).
+                Err(e)
+                    if !loaded
+                        && e.kind()
+                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+                {
+                    loaded = true;
+                    script.load_async(&mut conn).await.map_err(|e| failed(&e))?;
+                }
+                // As in `run`: the manager reconnects, and the idempotent script runs again.
+                Err(e) if !retried && (e.is_connection_dropped() || e.is_io_error()) => {
+                    retried = true;
+                }
+                Err(e) => return Err(failed(&e)),
+            }
+        }
+    }
+
+    /// `Ok` when `acked` replicas are enough for a reply that tells a caller it holds a lease
+    /// (`None`: no replica ack configured); else [`LockError::Unavailable`] saying how many.
+    fn acked(&self, acked: Option<u32>, what: &str) -> Result<(), LockError> {
+        match (self.config.replica_ack(), acked) {
+            (Some((replicas, timeout)), Some(acked)) if acked < replicas => {
+                Err(unavailable(format!(
+                    "redis: {acked} of {replicas} replicas acknowledged the {what} within {timeout:?}; not held"
+                )))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// A multiplexed connection to run other commands on (the snapshot's `SCAN`).
@@ -126,8 +243,7 @@ impl Protocol for Redis {
                 "invalid RedisConfig: namespace {ns:?} must be non-empty and hold no '{{' or '}}'"
             )));
         }
-        let client = redis::Client::open(url)
-            .map_err(|e| unavailable(format!("invalid redis url {}: {e}", redacted(url))))?;
+        let client = open_client(url, &config)?;
         let io = config.io_timeout();
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(io))
@@ -165,11 +281,14 @@ impl Protocol for Redis {
         rid: &str,
     ) -> Result<Reply<Option<Grant>>, LockError> {
         let args: [&dyn ToRedisArgsDyn; 3] = [&owner, &micros(ttl), &rid];
-        let reply: Vec<String> = self.run(&SCRIPTS.try_lock, name, &args).await?;
+        let (reply, acked): (Vec<String>, _) =
+            self.run_waited(&SCRIPTS.try_lock, name, &args).await?;
         if reply.first().map(String::as_str) != Some("1") {
             let now = from_us(field(&reply, 2)?);
             return Ok(Reply { value: None, now });
         }
+        // Not acknowledged: the kit withdraws the request (`cancel.lua` ends the lease).
+        self.acked(acked, "grant")?;
         let grant = Grant {
             token: field(&reply, 1)?,
             deadline: from_us(field(&reply, 2)?),
@@ -195,7 +314,13 @@ impl Protocol for Redis {
         let (ttl_us, hb_us) = (micros(step.ttl), micros(step.heartbeat_expiry));
         let args: [&dyn ToRedisArgsDyn; 6] =
             [&step.owner, &ttl_us, &step.id, &wait_us, &wd, &hb_us];
-        let reply: Vec<String> = self.run(&SCRIPTS.acquire, step.name, &args).await?;
+        let (reply, acked): (Vec<String>, _) =
+            self.run_waited(&SCRIPTS.acquire, step.name, &args).await?;
+        if reply.first().map(String::as_str) == Some("1") {
+            // Not acknowledged: the wait ends with the error and the kit withdraws the
+            // waiter (`cancel.lua` passes the lease on).
+            self.acked(acked, "grant")?;
+        }
         let now = from_us(field(&reply, 3)?);
         Ok(match reply.first().map(String::as_str) {
             Some("1") => StepReply::Granted(Reply {
@@ -232,8 +357,11 @@ impl Protocol for Redis {
         ttl: Duration,
     ) -> Result<Reply<Option<Timestamp>>, LockError> {
         let args: [&dyn ToRedisArgsDyn; 2] = [&token, &micros(ttl)];
-        let reply: Vec<String> = self.run(&SCRIPTS.renew, name, &args).await?;
+        let (reply, acked): (Vec<String>, _) = self.run_waited(&SCRIPTS.renew, name, &args).await?;
         let live = reply.first().map(String::as_str) == Some("1");
+        if live {
+            self.acked(acked, "renewal")?;
+        }
         let value = live.then(|| field(&reply, 1).map(from_us)).transpose()?;
         let now = from_us(field(&reply, 2)?);
         Ok(Reply { value, now })

@@ -6,6 +6,10 @@
 //!   fencing tokens, server time, the FIFO queue check and the io timeout. Rounds alternate
 //!   between the two, and the medians are compared. Target: at most 1.15x.
 //! - Throughput: 16 tasks sharing one connection, each on its own name.
+//! - Replica ack: with `ALKSTORE_BENCH_REPLICA_PORT` set (`make bench-redis` sets 6445), a
+//!   replica of the server is started on that port (scratch dir, no persistence, killed by pid
+//!   at the end), and the round trip is measured in the same rounds on a second store with
+//!   `with_replica_ack(1, 1 s)`: `WAIT 1` after the grant.
 //!
 //! Needs `ALKSTORE_REDIS_URL` (set by `make bench-redis`, which starts a scratch server). Built
 //! in this separate package so that alkstore-redis is the plain build (no `test-clock`); it
@@ -75,6 +79,70 @@ impl Baseline {
     }
 }
 
+/// A replica of the bench's server, killed by pid when dropped (also on a panic).
+struct Replica {
+    pid: u32,
+    dir: std::path::PathBuf,
+}
+
+impl Replica {
+    fn start(port: u16, master: &str) -> Replica {
+        let (host, master_port) = master
+            .trim_start_matches("redis://")
+            .trim_end_matches('/')
+            .rsplit_once(':')
+            .expect("ALKSTORE_REDIS_URL is redis://host:port/");
+        let dir =
+            std::env::temp_dir().join(format!("alkstore-bench-replica-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pidfile = dir.join("redis.pid");
+        let status = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--replicaof", host, master_port])
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "yes"])
+            .arg("--pidfile")
+            .arg(&pidfile)
+            .arg("--logfile")
+            .arg(dir.join("redis.log"))
+            .status()
+            .expect("redis-server runs");
+        assert!(status.success());
+        let start = Instant::now();
+        let pid = loop {
+            if let Some(pid) = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|p| p.trim().parse().ok())
+            {
+                break pid;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "the replica did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Replica { pid, dir }
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .arg(self.pid.to_string())
+            .status();
+        let stat = format!("/proc/{}/stat", self.pid);
+        for _ in 0..100 {
+            if !std::path::Path::new(&stat).exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
@@ -118,6 +186,35 @@ async fn main() {
     );
     plain.release().await.unwrap();
 
+    // A replica, and a second store that waits for it after every grant.
+    let replica = std::env::var("ALKSTORE_BENCH_REPLICA_PORT")
+        .ok()
+        .map(|port| Replica::start(port.parse().expect("a port"), &url));
+    let acked = match &replica {
+        Some(_) => {
+            let config = RedisConfig::new()
+                .with_namespace(&ns)
+                .with_replica_ack(1, Duration::from_secs(1));
+            let acked = RedisLocks::connect_with(&url, config).await.unwrap();
+            let start = Instant::now();
+            // Until the replica is in sync, grants are not acknowledged.
+            loop {
+                match acked.try_lock("rt-acked", "me", TTL).await {
+                    Ok(Some(lock)) => {
+                        assert!(lock.release().await.unwrap());
+                        break;
+                    }
+                    _ => assert!(
+                        start.elapsed() < Duration::from_secs(10),
+                        "the replica never synced"
+                    ),
+                }
+            }
+            Some(acked)
+        }
+        None => None,
+    };
+
     // Warm up both (script caches, connections).
     for i in 0..500 {
         let lock = locks.try_lock("rt", "me", TTL).await.unwrap().unwrap();
@@ -130,7 +227,20 @@ async fn main() {
     let mut ours = Vec::new();
     let mut theirs = Vec::new();
     let mut floor = Vec::new();
+    let mut with_ack = Vec::new();
     for _ in 0..ROUNDS {
+        if let Some(acked) = &acked {
+            let start = Instant::now();
+            for _ in 0..PER_ROUND {
+                let lock = acked
+                    .try_lock("rt-acked", "me", TTL)
+                    .await
+                    .unwrap()
+                    .unwrap();
+                assert!(lock.release().await.unwrap());
+            }
+            with_ack.push(start.elapsed().as_secs_f64() * 1e6 / f64::from(PER_ROUND));
+        }
         let start = Instant::now();
         for _ in 0..PER_ROUND {
             let lock = locks.try_lock("rt", "me", TTL).await.unwrap().unwrap();
@@ -219,8 +329,16 @@ async fn main() {
         "| floor: the baseline taking its lock by a script that reads TIME | | {floor_us:.1} µs | {:.3}x |",
         ours_us / floor_us
     );
+    if !with_ack.is_empty() {
+        let acked_us = median(with_ack);
+        println!(
+            "| try_lock + release with replica ack (WAIT 1 after the grant; 1 replica on localhost) | {acked_us:.1} µs | | {:.3}x ours without |",
+            acked_us / ours_us
+        );
+    }
     println!("| in-memory engine (LockRegistry), for scale | {memory_ns:.0} ns | | |");
     println!();
+    drop(replica);
     let verdict = if ratio <= 1.15 { "within" } else { "OVER" };
     println!("round-trip ratio {ratio:.3}x: {verdict} the 1.15x target");
 }
