@@ -42,8 +42,15 @@ function onEvent(e) {
   switch (e.kind) {
     case 'waiting': c.state = 'waiting'; break;
     case 'leader': {
-      c.state = 'leader';
       c.token = e.token;
+      if (closed.has(tabOf(e.who))) {
+        // A worker of the closing tab, handed the lease as its page went: it dies with the
+        // page, and the lease goes on at once as its presence lock goes.
+        c.state = 'gone';
+        tell(e.at, `${e.who} was handed the lease (token ${e.token}) as its tab closed: it goes with it`);
+        break;
+      }
+      c.state = 'leader';
       outcome.leaders.push({ who: e.who, token: e.token, at: e.at });
       const prev = leader;
       leader = { who: e.who, token: e.token, at: e.at };
