@@ -154,6 +154,22 @@ export async function measure({ db, n }) {
   };
 }
 
+/**
+ * The presence lock this context holds on `db` (the engine's Web Lock that tells a dead
+ * context from a live one): how many `navigator.locks.query()` lists as held here, and
+ * whether `locks.query()` lists any of them (it should not: leases and requests only).
+ */
+export async function presence({ db }) {
+  const locks = await open(db);
+  const web = await navigator.locks.query();
+  const prefix = `alkstore:ctx:${db}:`;
+  const q = await locks.query();
+  return {
+    webLocks: web.held.filter((l) => l.name.startsWith(prefix) && l.mode === 'exclusive').length,
+    inQuery: [...q.held, ...q.pending].filter((e) => e.name.startsWith('alkstore:ctx:')).length,
+  };
+}
+
 /** The io timeout of the AlkLocks this context opens from now on (ms). */
 export async function configure({ ioTimeout }) {
   globalThis.alkIoTimeout = ioTimeout;
