@@ -231,8 +231,8 @@ try {
   //    not), and a request held by a page that is closed is taken over at once by a request
   //    waiting in another page, long before its ttl, with a larger token.
   const seen = await Promise.all([p0, w[1]].map((c) => c.run('presence', { db })));
-  check('presence: each context holds its presence Web Lock; locks.query() lists none of them',
-    seen.every((x) => x.webLocks >= 1 && x.inQuery === 0), JSON.stringify(seen));
+  check(`presence: navigator.locks.query() lists a presence Web Lock for each of the ${all.length} contexts; locks.query() lists none`,
+    seen.every((x) => x.webLocks >= all.length && x.inQuery === 0), JSON.stringify(seen));
   const doomed = await openPage();
   const d = inPage(doomed, 'doomed page');
   await d.run('configure', { ioTimeout });

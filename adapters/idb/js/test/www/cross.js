@@ -155,9 +155,9 @@ export async function measure({ db, n }) {
 }
 
 /**
- * The presence lock this context holds on `db` (the engine's Web Lock that tells a dead
- * context from a live one): how many `navigator.locks.query()` lists as held here, and
- * whether `locks.query()` lists any of them (it should not: leases and requests only).
+ * The presence locks on `db` (the engine's Web Lock per context, which tells a dead context
+ * from a live one): how many `navigator.locks.query()` lists as held (it sees the whole
+ * origin), and how many `locks.query()` lists (none: it shows leases and requests only).
  */
 export async function presence({ db }) {
   const locks = await open(db);
