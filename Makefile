@@ -215,7 +215,8 @@ test-idb: idb-setup
 bench-idb: idb-setup
 	@scripts/idb-harness.sh bench | tee target/bench-idb.md
 
-## demo-web: four workers share invoice/1001 and one stalls: run headless (the story printed and
+## demo-web: a leader election on the npm package (3 tabs and their workers; the leader's tab
+## closed, a leader frozen and fenced off): built (make js) and run headless (the story printed and
 ## checked, a screenshot saved to DEMO_SCREENSHOT, target/demo-web.png by default; the README's
 ## is refreshed with DEMO_SCREENSHOT=adapters/idb/demo.png), then, from a terminal, served for
 ## your browser until Ctrl-C (DEMO_SERVE=1: always serve; DEMO_SERVE=0: never)

@@ -50,6 +50,9 @@ case "$how" in
   *) echo "ok   something"; echo "$label: 7 passed, 0 failed" ;;
 esac
 SH
+# The npm package's build (the demo runs on it): a stand-in that prints the tarball's path.
+printf '#!/bin/sh\necho target/js/alkstore-idb-0.0.0.tgz\n' >"$scratch/scripts/js-build.sh"
+chmod +x "$scratch/scripts/js-build.sh"
 for tool in wasm-bindgen wasm-bindgen-test-runner chromedriver chromium; do
   printf '#!/bin/sh\nexit 0\n' >"$scratch/bin/$tool"
 done

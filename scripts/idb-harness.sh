@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the alkstore-idb harness bundle (wasm-bindgen --target web) and runs one of the
 # harness's Node drivers on it: test (cross-context tests), scenarios (clocks, handles,
-# contention, faults, hostile code), bench, demo.
+# contention, faults, hostile code), bench, demo (which also builds the npm package, `make js`).
 # Usage: scripts/idb-harness.sh test|scenarios|bench|demo [args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,4 +17,9 @@ cargo build -q -p alkstore-idb-harness --target wasm32-unknown-unknown --profile
 out=target/idb-www/pkg
 wasm-bindgen --target web --no-typescript --out-dir "$out" \
   "target/wasm32-unknown-unknown/$profile/alkstore_idb_harness.wasm"
+if [ "$what" = demo ]; then
+  # The demo's pages and workers use the npm package (`make js`: target/js/pkg).
+  scripts/js-build.sh >&2
+  set -- --package target/js/pkg "$@"
+fi
 exec node "adapters/idb/harness/$what.mjs" "$out" "$@"

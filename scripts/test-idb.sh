@@ -12,7 +12,9 @@
 #      ttl (the figures printed: median, p95, max from the death to the grant elsewhere);
 #   5. the scenarios (harness/scenarios.mjs): clocks stepped or skewed in one context or all,
 #      handles and dropped futures, heavier contention, faults, hostile rows, messages and names;
-#   6. the demo page, run headless, its outcome checked.
+#   6. the demo page, run headless on the npm package (`make js`), its outcome checked: a
+#      leader election across 3 tabs and 6 workers, the leader's tab closed and taken over well
+#      before the ttl with a larger token, a frozen leader taken over at its ttl and fenced off.
 # Every part runs with its output in a log: a part that fails, or that ran no test, stops the
 # run with its log shown. Fails loudly when a browser, driver or harness piece is missing.
 set -euo pipefail
@@ -95,8 +97,10 @@ echo "== alkstore-idb: scenarios (harness/scenarios.mjs)"
 node_part scenarios "idb scenarios" node adapters/idb/harness/scenarios.mjs target/idb-www/pkg
 scenarios=$passed
 
-echo "== alkstore-idb: the demo page, headless"
-run demo node adapters/idb/harness/demo.mjs target/idb-www/pkg --two-tabs
+echo "== alkstore-idb: the demo page (a leader election on the npm package), headless"
+run demo-package scripts/js-build.sh
+run demo node adapters/idb/harness/demo.mjs target/idb-www/pkg --package target/js/pkg
+grep -E '^  (ok  |FAIL) ' "$log/demo" || true
 grep -q '^demo-web: ok' "$log/demo" || fail "$log/demo" "the demo did not report 'demo-web: ok'"
 tail -1 "$log/demo"
 

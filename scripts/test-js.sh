@@ -8,7 +8,7 @@
 #      127.0.0.1:8800-8809): the suite in a window and in a dedicated worker, its tests of the
 #      Web Locks spec alone again against Chromium's own navigator.locks (a control: they
 #      test the spec, not our reading of it), the README's first example, then 2 pages and 4
-#      dedicated workers contending.
+#      dedicated workers contending, and a closed page's request taken over at once.
 # Fails when a part fails or no test ran; the driver's output is shown when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -19,18 +19,22 @@ export function fail(message) {
 
 // Serves www/ at / and the bundle (`pkgDir`) at /pkg/, on the first free port of 8790-8799
 // (or `port`; ALK_PORTS=first-last picks another range, e.g. while `make test-idb` runs on
-// the default one). Resolves to { server, url }.
-export async function serve(pkgDir, port) {
+// the default one). `mounts` serves more folders: { '/alk/': 'target/js/pkg' } (the demo's
+// npm package). Resolves to { server, url }.
+export async function serve(pkgDir, port, mounts = {}) {
   if (!fs.existsSync(path.join(pkgDir, 'alkstore_idb_harness.js'))) {
     fail(`no wasm-bindgen bundle in ${pkgDir}: build it first (scripts/idb-harness.sh does)`);
   }
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     const rel = decodeURIComponent(url.pathname);
-    const file = rel.startsWith('/pkg/')
-      ? path.join(pkgDir, rel.slice(5))
-      : path.join(here, 'www', rel === '/' ? 'demo.html' : rel);
-    const root = rel.startsWith('/pkg/') ? pkgDir : path.join(here, 'www');
+    const mount = Object.keys(mounts).find((m) => rel.startsWith(m));
+    const file = mount
+      ? path.join(mounts[mount], rel.slice(mount.length))
+      : rel.startsWith('/pkg/')
+        ? path.join(pkgDir, rel.slice(5))
+        : path.join(here, 'www', rel === '/' ? 'demo.html' : rel);
+    const root = mount ? mounts[mount] : rel.startsWith('/pkg/') ? pkgDir : path.join(here, 'www');
     if (!path.resolve(file).startsWith(path.resolve(root)) || !fs.existsSync(file) || fs.statSync(file).isDirectory()) {
       res.writeHead(404).end('not found');
       return;

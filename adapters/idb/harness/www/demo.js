@@ -1,143 +1,170 @@
-// The demo page: four dedicated workers share invoice/1001 through alkstore-idb; each holds it
-// for a moment and adds to the ledger with its fencing token; worker-3 stalls (a busy loop, no
-// event loop) past its 1.5 s lease on its first turn. The ledger's Fence refuses its late
-// write. The page shows holders, tokens and the ledger live, and tells the story.
-import init, * as alk from './pkg/alkstore_idb_harness.js';
+// The demo page: a leader election a person can watch. Every tab of this page is a candidate
+// and starts two dedicated workers that are candidates too; they all stand for `leader`
+// through alkstore-idb's npm package (AlkLocks.request with a ttl), and the leader appends to
+// a log fenced by its token. Close the leader's tab: another candidate takes over at once
+// (the closed tab's presence lock is gone), with a larger token. Freeze the leader: its lease
+// lapses at its ttl, another takes over, and its late write is refused by the log's fence.
+// Each tab shows every candidate, the lock as query() sees it, the log and the story.
+import { AlkLocks } from '/alk/index.js';
+import { DB, NAME, TTL, FREEZE_MS, EVENTS, CONTROL, candidate, openLedger, readLedger } from './demo-common.js';
 
-await init();
-const DB = 'alkstore-demo';
-const NAME = 'invoice/1001';
-const WORKERS = ['worker-1', 'worker-2', 'worker-3', 'worker-4'];
-const locks = await alk.Locks.open(DB, 1000, 250);
-// The ledger stands for one resource that every tab writes to: its Fence learns the tokens
-// accepted in other tabs of the demo too (over a BroadcastChannel of its own), so that a
-// second tab's stale write is refused as it would be by a real shared store.
-const fence = new alk.Fence();
-const ledgerChannel = new BroadcastChannel('alkstore-demo-ledger');
-ledgerChannel.onmessage = ({ data }) => {
-  if (typeof data !== 'number') return;
-  fence.check(data);
-  // In two tabs the worker that takes over a stalled lease may be the other tab's.
-  if (outcome.stalledToken !== null && outcome.takeover === null && data > outcome.stalledToken) {
-    outcome.takeover = { me: 'a worker of another tab', token: data };
-    tell(`a worker of another tab took over (token ${short(data)}): worker-3's lease lapsed at its ttl while worker-3 was stuck`);
-  }
-};
-const t0 = performance.now();
-const story = [];
-const at = () => `${((performance.now() - t0) / 1000).toFixed(2)}s`;
+const n = Number(localStorage.getItem('alkstore-demo-tabs') ?? 0) + 1;
+localStorage.setItem('alkstore-demo-tabs', String(n));
+const TAB = `tab ${n}`;
 const $ = (id) => document.getElementById(id);
-function tell(text, cls = '') {
-  story.push(`${at()}  ${text}`);
+$('me').textContent = TAB;
+document.title = `${TAB}: alkstore-idb leader election`;
+$('ttl').textContent = `${TTL / 1000} s`;
+$('freeze').textContent = `Freeze the leader for ${FREEZE_MS / 1000} s`;
+
+const clock = (at) => new Date(at).toISOString().slice(11, 23);
+const story = [];
+function tell(at, text, cls = '') {
+  story.push(`${clock(at)}  ${text}`);
   const line = document.createElement('div');
-  line.textContent = `${at()}  ${text}`;
+  line.textContent = `${clock(at)}  ${text}`;
   if (cls) line.className = cls;
   $('log').append(line);
   $('log').scrollTop = $('log').scrollHeight;
 }
-const short = (token) => `…${String(token).slice(-6)}`;
+const secs = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
+const tabOf = (who) => who.split(' · ')[0];
 
-const ledger = { total: 0, highest: null, refused: 0 };
-const rows = new Map();
-function show(me, state, token, writes) {
-  const r = rows.get(me) ?? { writes: 0 };
-  Object.assign(r, { state, token: token ?? r.token, writes: writes ?? r.writes });
-  rows.set(me, r);
-  $('workers').innerHTML = WORKERS.map((w) => {
-    const x = rows.get(w) ?? { state: 'idle', writes: 0 };
-    return `<tr><td>${w}</td><td class="state ${x.state.replace(' ', '-')}">${x.state}</td><td>${x.token ? short(x.token) : '-'}</td><td>${x.writes}</td></tr>`;
+// What every candidate of every tab says (demo-common.js's `tell`).
+const candidates = new Map(); // who -> { state, token }
+const closed = new Map(); // tab -> when its page hid for good
+const frozen = new Map(); // who -> { at, token }
+let leader = null; // { who, token, at }
+const outcome = { leaders: [], takeovers: [], refused: [], closed: [] };
+function onEvent(e) {
+  const c = candidates.get(e.who) ?? { state: '', token: null };
+  candidates.set(e.who, c);
+  switch (e.kind) {
+    case 'waiting': c.state = 'waiting'; break;
+    case 'leader': {
+      c.token = e.token;
+      if (closed.has(tabOf(e.who))) {
+        // A worker of the closing tab, handed the lease as its page went: it dies with the
+        // page, and the lease goes on at once as its presence lock goes.
+        c.state = 'gone';
+        tell(e.at, `${e.who} was handed the lease (token ${e.token}) as its tab closed: it goes with it`);
+        break;
+      }
+      c.state = 'leader';
+      outcome.leaders.push({ who: e.who, token: e.token, at: e.at });
+      const prev = leader;
+      leader = { who: e.who, token: e.token, at: e.at };
+      if (!prev) { tell(e.at, `${e.who} is the leader, fencing token ${e.token}`, 'good'); break; }
+      const larger = e.token > prev.token ? `token ${e.token} > ${prev.token}` : `token ${e.token}, NOT larger than ${prev.token}`;
+      const t = { who: e.who, token: e.token, prev: prev.who, prevToken: prev.token, why: 'released', ms: null };
+      if (closed.has(tabOf(prev.who))) {
+        t.why = 'closed';
+        t.ms = e.at - closed.get(tabOf(prev.who));
+        tell(e.at, `${e.who} takes over ${secs(t.ms)} after ${tabOf(prev.who)} was closed (the ttl is ${secs(TTL)}): ${larger}`, 'good');
+      } else if (frozen.has(prev.who)) {
+        t.why = 'frozen';
+        t.ms = e.at - frozen.get(prev.who).at;
+        tell(e.at, `${e.who} takes over ${secs(t.ms)} after ${prev.who} froze: its lease lapsed at its ttl; ${larger}`, 'good');
+      } else {
+        tell(e.at, `${e.who} is the leader after ${prev.who}: ${larger}`, 'good');
+      }
+      outcome.takeovers.push(t);
+      break;
+    }
+    case 'wrote': c.state = 'leader'; break;
+    case 'freezing':
+      c.state = 'frozen';
+      frozen.set(e.who, { at: e.at, token: e.token });
+      tell(e.at, `${e.who} freezes for ${secs(e.ms)} while leading (a long synchronous loop: no keep-alive)`, 'bad');
+      break;
+    case 'refused':
+      c.state = 'fenced off';
+      outcome.refused.push({ who: e.who, token: e.token, highest: e.highest, at: e.at });
+      tell(e.at, `${e.who} wakes up and writes with its old token ${e.token}: REFUSED by the log's fence (highest ${e.highest})`, 'bad');
+      break;
+    case 'lost': c.state = 'fenced off'; tell(e.at, `${e.who} learns it lost the lease and stands again`); break;
+    case 'stepped down': c.state = 'waiting'; break;
+    case 'closing':
+      closed.set(e.who, e.at);
+      outcome.closed.push({ tab: e.who, at: e.at });
+      for (const [who, x] of candidates) if (tabOf(who) === e.who) x.state = 'gone';
+      tell(e.at, `${e.who} is closed${leader && tabOf(leader.who) === e.who ? ` (the leader's tab: ${leader.who})` : ''}`, 'bad');
+      break;
+  }
+  render();
+}
+const events = new BroadcastChannel(EVENTS);
+events.onmessage = ({ data }) => onEvent(data);
+addEventListener('pagehide', (e) => {
+  if (!e.persisted) events.postMessage({ kind: 'closing', who: TAB, at: Date.now() });
+});
+
+let held = null;
+let log = null;
+function render() {
+  const rows = [...candidates].sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }));
+  $('candidates').innerHTML = rows.map(([who, c]) => {
+    const here = tabOf(who) === TAB ? ' (this tab)' : '';
+    return `<tr class="${c.state.replace(' ', '-')}"><td>${who}${here}</td><td class="state">${c.state}</td><td>${c.token ?? '-'}</td></tr>`;
   }).join('');
+  if (held !== null) {
+    const h = held.held.find((l) => l.name === NAME);
+    $('holder').textContent = h ? h.owner : '-';
+    $('token').textContent = h ? h.token : '-';
+    $('left').textContent = h ? secs(Math.max(0, h.deadline - Date.now())) : '-';
+    $('queue').textContent = held.pending.filter((p) => p.name === NAME).map((p) => p.owner).join(' → ') || '-';
+  }
+  if (log !== null) {
+    $('highest').textContent = log.highest || '-';
+    $('accepted').textContent = log.accepted;
+    $('entries').innerHTML = log.entries.slice(-4).reverse().map((x) => `<tr><td>${clock(x.at)}</td><td>${x.who}</td><td>${x.token}</td><td class="good">accepted</td></tr>`).join('')
+      + log.refused.slice(-2).reverse().map((x) => `<tr class="refused"><td>${clock(x.at)}</td><td>${x.who}</td><td>${x.token}</td><td>REFUSED</td></tr>`).join('');
+  }
 }
 
-const outcome = { refusedWrite: null, lateRelease: null, stalledToken: null, takeover: null, turns: new Map() };
-const workers = WORKERS.map((me) => {
-  const worker = new Worker('./demo-worker.js', { type: 'module' });
-  worker.onmessage = ({ data }) => {
-    if (data.write) {
-      const refused = fence.check(data.write.token);
-      if (refused === null) {
-        ledgerChannel.postMessage(data.write.token);
-        ledger.total += data.write.amount;
-        ledger.highest = data.write.token;
-        show(me, 'holding', data.write.token, (rows.get(me)?.writes ?? 0) + 1);
-        tell(`${me} adds ${data.write.amount} with token ${short(data.write.token)}: accepted (total ${ledger.total})`);
-      } else {
-        ledger.refused++;
-        outcome.refusedWrite = { me, token: data.write.token, why: refused };
-        show(me, 'refused');
-        tell(`${me} wakes up and adds ${data.write.amount} with its old token ${short(data.write.token)}: REFUSED (${refused})`, 'bad');
+// The lock (query(): every context of the origin) and the log, 5 times a second. A frozen page
+// must have no transaction in flight (it would hold IndexedDB for the whole origin): the page's
+// candidate stops these polls and waits for the last one before it freezes.
+const view = await AlkLocks.open(DB);
+const ledger = await openLedger();
+let polling = true;
+let inFlight = Promise.resolve();
+setInterval(() => {
+  if (!polling) return;
+  inFlight = Promise.all([view.query(), readLedger(ledger)])
+    .then(([q, l]) => {
+      held = q;
+      log = l;
+      // A tab opened after the election learns the leader and the queue from the lock itself.
+      const h = q.held.find((x) => x.name === NAME);
+      if (h && !leader) {
+        leader = { who: h.owner, token: h.token, at: Date.now() };
+        tell(leader.at, `${h.owner} is the leader, fencing token ${h.token} (as this tab opened)`, 'good');
       }
-      worker.postMessage({ wrote: data.write.id, refused });
-      return;
-    }
-    const e = data.event;
-    if (!e) return;
-    if (e.kind === 'waiting') { show(me, 'waiting'); }
-    if (e.kind === 'granted') {
-      outcome.turns.set(me, (outcome.turns.get(me) ?? 0) + 1);
-      show(me, 'holding', e.token);
-      tell(`${me} holds ${NAME} with fencing token ${short(e.token)} (ttl 1.5 s)`, 'good');
-      if (outcome.stalledToken !== null && outcome.takeover === null && e.token > outcome.stalledToken) {
-        outcome.takeover = { me, token: e.token };
-        tell(`${me} took over: worker-3's lease lapsed at its ttl while worker-3 was stuck`);
+      for (const x of [...q.held, ...q.pending]) {
+        if (x.name === NAME && !candidates.has(x.owner)) candidates.set(x.owner, { state: x.token ? 'leader' : 'waiting', token: x.token });
       }
-    }
-    if (e.kind === 'stalling') {
-      outcome.stalledToken = e.token;
-      show(me, 'stalled', e.token);
-      tell(`${me} stalls for ${e.ms / 1000} s inside its turn (a long computation: no event loop, no keep-alive)`, 'bad');
-    }
-    if (e.kind === 'released') {
-      if (!e.released) {
-        // It stays shown as fenced off while it backs off, until it waits again.
-        show(me, 'fenced off');
-        outcome.lateRelease = { me, released: e.released };
-        tell(`${me}'s release answers false: its lease had lapsed, and it knows it`, 'bad');
-        window.demoRefused = true;
-      } else {
-        show(me, 'idle');
-        tell(`${me} releases ${NAME}`);
-      }
-    }
-  };
-  worker.postMessage({ start: { db: DB, name: NAME, me, stall: me === 'worker-3' } });
-  return worker;
-});
-show('worker-1', 'idle');
+      render();
+    })
+    .catch((e) => tell(Date.now(), `poll failed: ${e}`, 'bad'));
+}, 200);
 
-// The lock as IndexedDB has it, for every context of this origin.
-async function poll() {
-  const snap = await locks.snapshot();
-  const held = snap.held.find((l) => l.name === NAME);
-  $('holder').textContent = held ? held.owner : '-';
-  $('token').textContent = held ? short(held.token) : '-';
-  $('left').textContent = held ? `${Math.max(0, held.deadline - Date.now()).toFixed(0)} ms` : '-';
-  $('waiting').textContent = snap.waiting.filter((w) => w.name === NAME).map((w) => w.owner).join(' → ') || '-';
-  $('total').textContent = ledger.total;
-  $('highest').textContent = ledger.highest ? short(ledger.highest) : '-';
-  $('refused').textContent = ledger.refused;
-}
-setInterval(() => poll().catch((e) => tell(`snapshot failed: ${e}`, 'bad')), 100);
+$('freeze').onclick = () => {
+  const h = held?.held.find((l) => l.name === NAME);
+  if (h) new BroadcastChannel(CONTROL).postMessage({ freeze: h.owner, ms: FREEZE_MS });
+};
 
-tell(`4 dedicated workers start; each waits for ${NAME}, adds to the ledger twice with its token, and releases`);
-const done = new Promise((resolve) => {
-  const check = setInterval(() => {
-    const everyone = WORKERS.every((w) => (outcome.turns.get(w) ?? 0) >= 1);
-    if ((outcome.refusedWrite && outcome.lateRelease && outcome.takeover && everyone) || performance.now() - t0 > 20000) {
-      clearInterval(check);
-      resolve();
-    }
-  }, 100);
-});
-await done;
-await new Promise((r) => setTimeout(r, 1000));
-for (const w of workers) w.postMessage({ stop: true });
-await new Promise((r) => setTimeout(r, 700));
-await poll();
-const ok = outcome.refusedWrite !== null && outcome.lateRelease !== null && outcome.takeover !== null
-  && outcome.takeover.token > outcome.stalledToken && WORKERS.every((w) => (outcome.turns.get(w) ?? 0) >= 1);
-tell(ok ? 'the stale write was refused by the Fence; every accepted write came from the live holder'
-  : 'the demo did not reach its end within 20 s', ok ? 'good' : 'bad');
-window.demoDone = { ok, story, total: ledger.total, refused: ledger.refused, outcome: {
-  refusedWrite: outcome.refusedWrite, lateRelease: outcome.lateRelease, stalledToken: outcome.stalledToken,
-  takeover: outcome.takeover, turns: Object.fromEntries(outcome.turns) } };
+// This tab's candidates: the page itself first, then two dedicated workers.
+candidate({
+  me: TAB,
+  quiesce: async () => { polling = false; await inFlight; },
+  resume: () => { polling = true; },
+}).catch((e) => tell(Date.now(), `${TAB}: ${e}`, 'bad'));
+setTimeout(() => {
+  for (const w of ['worker a', 'worker b']) {
+    const worker = new Worker('./demo-worker.js', { type: 'module' });
+    worker.onmessage = ({ data }) => { if (data.error) tell(Date.now(), `${TAB} · ${w}: ${data.error}`, 'bad'); };
+    worker.postMessage({ me: `${TAB} · ${w}` });
+  }
+}, 300);
+window.demo = { tab: TAB, story, outcome, candidates: () => Object.fromEntries([...candidates].map(([w, c]) => [w, c.state])) };

@@ -226,7 +226,28 @@ try {
   await p0.run('releaseLease', { name: 'x/signal' });
   check('ifAvailable in a worker after the release: granted', (await w[1].run('ifAvailable', { db, name: 'x/signal' })) === true);
 
-  // 7. What a call costs (printed, not asserted).
+  // 7. The engine's presence locks, seen from the package: every context holds one Web Lock
+  //    on the database for its life (navigator.locks.query() lists it, locks.query() does
+  //    not), and a request held by a page that is closed is taken over at once by a request
+  //    waiting in another page, long before its ttl, with a larger token.
+  const seen = await Promise.all([p0, w[1]].map((c) => c.run('presence', { db })));
+  check(`presence: navigator.locks.query() lists a presence Web Lock for each of the ${all.length} contexts; locks.query() lists none`,
+    seen.every((x) => x.webLocks >= all.length && x.inQuery === 0), JSON.stringify(seen));
+  const doomed = await openPage();
+  const d = inPage(doomed, 'doomed page');
+  await d.run('configure', { ioTimeout });
+  const deadTtl = 30000;
+  const dead = await d.run('hold', { db, name: 'x/dead', ttl: deadTtl });
+  await p1.run('startWait', { db, name: 'x/dead' });
+  await sleep(200);
+  const closedAt = Date.now();
+  await doomed.close();
+  const heir = await p1.run('finishWait', { name: 'x/dead' });
+  const takeover = heir.ok ? Math.round(heir.ok.tGot - closedAt) : NaN;
+  check(`a request held by a closed page is granted to another page's waiting request at once (ttl ${deadTtl} ms), with a larger token`,
+    heir.ok && takeover < 5000 && heir.ok.token > dead.token, heir.ok ? `${takeover} ms after page.close(), token ${heir.ok.token} > ${dead.token}` : heir.error);
+
+  // 8. What a call costs (printed, not asserted).
   for (const c of [p0, w[0]]) {
     const m = await c.run('measure', { db, n: 50 });
     console.log(`cost in ${c === p0 ? 'a window' : 'a dedicated worker'}, uncontended, ms per call: request() ${m.request.toFixed(2)}, ` +

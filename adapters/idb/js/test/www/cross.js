@@ -154,6 +154,22 @@ export async function measure({ db, n }) {
   };
 }
 
+/**
+ * The presence locks on `db` (the engine's Web Lock per context, which tells a dead context
+ * from a live one): how many `navigator.locks.query()` lists as held (it sees the whole
+ * origin), and how many `locks.query()` lists (none: it shows leases and requests only).
+ */
+export async function presence({ db }) {
+  const locks = await open(db);
+  const web = await navigator.locks.query();
+  const prefix = `alkstore:ctx:${db}:`;
+  const q = await locks.query();
+  return {
+    webLocks: web.held.filter((l) => l.name.startsWith(prefix) && l.mode === 'exclusive').length,
+    inQuery: [...q.held, ...q.pending].filter((e) => e.name.startsWith('alkstore:ctx:')).length,
+  };
+}
+
 /** The io timeout of the AlkLocks this context opens from now on (ms). */
 export async function configure({ ioTimeout }) {
   globalThis.alkIoTimeout = ioTimeout;
