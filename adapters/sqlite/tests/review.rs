@@ -1,0 +1,230 @@
+//! Hostile review: each test is a defect found on the engine (fixed with it), or a probe
+//! that the engine survives hostile input.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use alkstore_sqlite::SqliteConfig;
+use common::{Scratch, raw, runtime};
+
+const TTL: Duration = Duration::from_secs(30);
+
+/// The tests of this file run one at a time: one counts the threads of the process.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+fn named_threads(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    std::fs::read_to_string(e.path().join("comm"))
+                        .is_ok_and(|c| c.trim_end().starts_with(prefix))
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// `install_fence_in` took any string as the namespace and pasted it into SQL inside double
+/// quotes: a namespace with a quote ran the text after it as SQL. It must refuse what
+/// `with_namespace` refuses.
+#[test]
+fn install_fence_in_refuses_a_namespace_that_is_sql() {
+    let _serial = serial();
+    let dir = Scratch::new();
+    let conn = raw(&dir.file("app.db"));
+    for ns in [
+        "x\" ; DROP TABLE t; --",
+        "alkstore_state\" WHERE 0 UNION SELECT 1, 2, 3 --",
+        "has space",
+        "",
+        "1abc",
+    ] {
+        assert!(
+            alkstore_sqlite::install_fence_in(&conn, ns).is_err(),
+            "namespace {ns:?} accepted"
+        );
+    }
+    assert!(alkstore_sqlite::install_fence_in(&conn, "jobs_2").is_ok());
+}
+
+/// `alkstore_fence` with NULL or wrong types fails its statement; it never panics and never
+/// answers 1.
+#[test]
+fn alkstore_fence_with_null_or_wrong_types_fails_the_statement() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let locks = common::store_in(&dir, SqliteConfig::new()).await;
+        let lock = locks.try_lock("n", "o", TTL).await.unwrap().unwrap();
+        let conn = raw(&dir.file("locks.db"));
+        alkstore_sqlite::install_fence(&conn).unwrap();
+        let token = i64::try_from(lock.token()).unwrap();
+        let ok: i64 = conn
+            .query_row("SELECT alkstore_fence('n', ?1)", [token], |r| r.get(0))
+            .unwrap();
+        assert_eq!(ok, 1);
+        for sql in [
+            "SELECT alkstore_fence(NULL, NULL)",
+            "SELECT alkstore_fence('n', NULL)",
+            "SELECT alkstore_fence(NULL, 1)",
+            "SELECT alkstore_fence('n', 'abc')",
+            "SELECT alkstore_fence('n', 1.5)",
+            "SELECT alkstore_fence('n', -1)",
+            "SELECT alkstore_fence(x'00ff', 1)",
+        ] {
+            assert!(
+                conn.query_row(sql, [], |r| r.get::<_, i64>(0)).is_err(),
+                "{sql} passed"
+            );
+        }
+        lock.release().await.unwrap();
+    });
+}
+
+/// A store dropped while acquire calls wait ends its connection thread and its watcher
+/// thread.
+#[test]
+fn a_store_dropped_while_waiters_wait_ends_its_threads() {
+    let _serial = serial();
+    let dir = Scratch::new();
+    let rt = runtime();
+    rt.block_on(async {
+        // The stores of the tests before (run one at a time) end their threads too.
+        let settle = Instant::now() + Duration::from_secs(10);
+        while named_threads("alkstore-sqlite") > 0 && Instant::now() < settle {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let before = named_threads("alkstore-sqlite");
+        {
+            let locks = common::store_in(&dir, SqliteConfig::new()).await;
+            let held = locks.try_lock("n", "o", TTL).await.unwrap().unwrap();
+            let mut waiters = Vec::new();
+            for i in 0..3 {
+                let locks = locks.clone();
+                waiters.push(tokio::spawn(async move {
+                    let _ = locks
+                        .acquire("n", &format!("w{i}"), TTL)
+                        .timeout(Duration::from_secs(60))
+                        .await;
+                }));
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            for w in &waiters {
+                w.abort();
+            }
+            for w in waiters {
+                let _ = w.await;
+            }
+            held.detach();
+            drop(locks);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while named_threads("alkstore-sqlite") > before && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            named_threads("alkstore-sqlite") <= before,
+            "threads left: {} of {}",
+            named_threads("alkstore-sqlite"),
+            threads()
+        );
+    });
+}
+
+/// Hostile names and owners: SQL-ish text, NUL, 64 KiB. Each is refused before I/O or kept
+/// exactly; nothing leaks between names that differ after a NUL.
+#[test]
+fn hostile_names_and_owners_are_refused_or_kept_exactly() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let locks = common::store_in(&dir, SqliteConfig::new()).await;
+        let big = "x".repeat(64 * 1024);
+        assert!(locks.try_lock(big.as_str(), "o", TTL).await.is_err());
+        assert!(locks.try_lock("n", big.as_str(), TTL).await.is_err());
+        for name in ["'; DROP TABLE alkstore_leases; --", "a\"b", "%_*", "a\0b"] {
+            match locks.try_lock(name, "o'\0\"", TTL).await {
+                Ok(Some(lock)) => {
+                    assert_eq!(lock.name(), name);
+                    let h = locks.holder(name).await.unwrap().unwrap();
+                    assert_eq!(h.name(), name);
+                    assert_eq!(h.owner(), "o'\0\"");
+                    assert!(lock.release().await.unwrap());
+                }
+                Ok(None) => panic!("{name:?} busy on a fresh file"),
+                Err(_) => {}
+            }
+        }
+        let a = locks.try_lock("a\0b", "o", TTL).await;
+        let c = locks.try_lock("a\0c", "o", TTL).await;
+        if let (Ok(a), Ok(c)) = (a, c) {
+            assert!(a.is_some() && c.is_some(), "names differing after NUL met");
+        }
+    });
+}
+
+/// Two namespaces that differ only in case are the same tables to SQLite (identifiers are
+/// case-insensitive): they must be refused or kept apart, never share a lock space silently.
+#[test]
+fn namespaces_differing_only_in_case_do_not_meet() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let lower = common::store_in(&dir, SqliteConfig::new().with_namespace("jobs")).await;
+        let upper = alkstore_sqlite::open_with(
+            dir.file("locks.db"),
+            SqliteConfig::new().with_namespace("JOBS"),
+        )
+        .await;
+        if let Ok(upper) = upper {
+            let held = lower.try_lock("n", "o", TTL).await.unwrap().unwrap();
+            assert!(
+                upper.try_lock("n", "p", TTL).await.unwrap().is_some(),
+                "JOBS and jobs share locks"
+            );
+            held.release().await.unwrap();
+        }
+    });
+}
+
+/// A current-thread tokio runtime: every call answers (the connection thread does the
+/// blocking work).
+#[test]
+fn a_current_thread_runtime_works() {
+    let _serial = serial();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let dir = Scratch::new();
+        let locks = common::store_in(&dir, SqliteConfig::new()).await;
+        let lock = locks.try_lock("n", "a", TTL).await.unwrap().unwrap();
+        let l2 = locks.clone();
+        let waiter = tokio::spawn(async move {
+            l2.acquire("n", "b", TTL)
+                .timeout(Duration::from_secs(20))
+                .await
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(lock.release().await.unwrap());
+        let got = tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("the waiter answers")
+            .unwrap()
+            .unwrap();
+        assert!(got.is_some());
+    });
+}
