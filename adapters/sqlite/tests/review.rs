@@ -228,3 +228,106 @@ fn a_current_thread_runtime_works() {
         assert!(got.is_some());
     });
 }
+
+/// ttl at its extremes: `Duration::MAX` is kept (cut to the engine's bound) without overflow
+/// anywhere; 1 ns gives a lease that lapses at once and is taken over.
+#[test]
+fn ttl_duration_max_and_one_nanosecond() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let locks = common::store_in(&dir, SqliteConfig::new()).await;
+        if let Ok(Some(mut lock)) = locks.try_lock("max", "o", Duration::MAX).await {
+            let _ = lock.deadline();
+            let _ = lock.ttl();
+            let _ = lock.info();
+            assert!(lock.is_held().await.unwrap());
+            let h = locks.holder("max").await.unwrap().expect("held");
+            let _ = h.deadline();
+            let _ = locks.snapshot().await.unwrap();
+            let _ = lock.renew(Duration::MAX).await;
+            assert!(locks.try_lock("max", "p", TTL).await.unwrap().is_none());
+            assert!(lock.release().await.unwrap());
+        }
+        if let Ok(Some(short)) = locks.try_lock("ns", "o", Duration::from_nanos(1)).await {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let next = locks
+                .try_lock("ns", "p", TTL)
+                .await
+                .unwrap()
+                .expect("a 1 ns lease lapsed");
+            assert!(next.token() > short.token());
+            assert!(!short.release().await.unwrap());
+            assert!(next.release().await.unwrap());
+        }
+    });
+}
+
+/// 2000 leases taken and released: the rows follow the live state.
+#[test]
+fn rows_follow_the_live_state_after_many_releases() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let locks = common::store_in(&dir, SqliteConfig::new()).await;
+        let mut held = Vec::new();
+        for i in 0..2000 {
+            held.push(
+                locks
+                    .try_lock(&format!("n{i}"), "o", TTL)
+                    .await
+                    .unwrap()
+                    .unwrap(),
+            );
+        }
+        for lock in held {
+            assert!(lock.release().await.unwrap());
+        }
+        let conn = raw(&dir.file("locks.db"));
+        let rows: i64 = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM alkstore_leases) + \
+                 (SELECT count(*) FROM alkstore_waiters)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(rows, 0);
+        assert!(locks.snapshot().await.unwrap().held.is_empty());
+    });
+}
+
+/// Many stores on one file in one process: exclusion holds and every store's threads end.
+#[test]
+fn many_stores_on_one_file_in_one_process() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let mut stores = Vec::new();
+        for _ in 0..12 {
+            stores.push(common::store_in(&dir, SqliteConfig::new()).await);
+        }
+        let inside = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for (i, s) in stores.iter().enumerate() {
+            let (s, inside) = (s.clone(), inside.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..10 {
+                    let lock = s
+                        .acquire("shared", &format!("s{i}"), TTL)
+                        .timeout(Duration::from_secs(60))
+                        .await
+                        .unwrap()
+                        .expect("granted within a minute");
+                    assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0);
+                    tokio::task::yield_now().await;
+                    inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    assert!(lock.release().await.unwrap());
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
