@@ -331,3 +331,99 @@ fn many_stores_on_one_file_in_one_process() {
         }
     });
 }
+
+/// A plain connection that keeps a read transaction open (checkpoints cannot finish) does not
+/// stop the engine; one that switches the file to `journal_mode=DELETE` while the store is
+/// open is refused by SQLite or, if it got through, the store still excludes.
+#[test]
+fn a_long_reader_and_a_journal_mode_switch_do_not_break_the_store() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let locks = common::store_in(&dir, SqliteConfig::new()).await;
+        let reader = raw(&dir.file("locks.db"));
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader
+            .query_row("SELECT count(*) FROM alkstore_leases", [], |r| r.get(0))
+            .unwrap();
+        for i in 0..300 {
+            let lock = locks
+                .try_lock(&format!("r{i}"), "o", TTL)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(lock.release().await.unwrap());
+        }
+        reader.execute_batch("COMMIT").unwrap();
+        let user = raw(&dir.file("locks.db"));
+        user.busy_timeout(Duration::from_millis(200)).unwrap();
+        let mode: Result<String, _> =
+            user.query_row("PRAGMA journal_mode = DELETE", [], |r| r.get(0));
+        let held = locks.try_lock("j", "a", TTL).await.unwrap().unwrap();
+        assert!(
+            locks.try_lock("j", "b", TTL).await.unwrap().is_none(),
+            "excluded after journal_mode {mode:?}"
+        );
+        assert!(held.release().await.unwrap());
+    });
+}
+
+/// A user's connection holding `BEGIN EXCLUSIVE`: every call answers `Unavailable` within a
+/// generous bound of the io_timeout, none hangs or panics, and all work again after it ends.
+#[test]
+fn a_user_exclusive_transaction_gives_unavailable_then_recovers() {
+    let _serial = serial();
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let io = Duration::from_millis(300);
+        let locks = common::store_in(&dir, SqliteConfig::new().with_io_timeout(io)).await;
+        let lock = locks.try_lock("x", "a", TTL).await.unwrap().unwrap();
+        let user = raw(&dir.file("locks.db"));
+        user.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let started = Instant::now();
+        assert!(locks.try_lock("y", "a", TTL).await.is_err());
+        assert!(started.elapsed() < Duration::from_secs(5));
+        user.execute_batch("ROLLBACK").unwrap();
+        assert!(locks.holder("x").await.unwrap().is_some());
+        assert!(lock.release().await.unwrap());
+    });
+}
+
+/// The runtime shut down while acquire calls wait (their futures dropped mid-wait, the store
+/// with them): the connection thread and the watcher thread end.
+#[test]
+fn a_runtime_shut_down_while_waiters_wait_ends_the_threads() {
+    let _serial = serial();
+    let dir = Scratch::new();
+    let settle = Instant::now() + Duration::from_secs(10);
+    while named_threads("alkstore-sqlite") > 0 && Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = named_threads("alkstore-sqlite");
+    let rt = runtime();
+    rt.block_on(async {
+        let locks = common::store_in(&dir, SqliteConfig::new()).await;
+        let held = locks.try_lock("n", "o", TTL).await.unwrap().unwrap();
+        for i in 0..3 {
+            let locks = locks.clone();
+            tokio::spawn(async move {
+                let _ = locks
+                    .acquire("n", &format!("w{i}"), TTL)
+                    .timeout(Duration::from_secs(600))
+                    .await;
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        held.detach();
+    });
+    drop(rt);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while named_threads("alkstore-sqlite") > before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        named_threads("alkstore-sqlite") <= before,
+        "threads left: {} (before {before})",
+        named_threads("alkstore-sqlite")
+    );
+}
