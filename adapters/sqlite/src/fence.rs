@@ -10,7 +10,7 @@ use alkstore_kit::Fencing;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
-use crate::config::SqliteConfig;
+use crate::config::{SqliteConfig, valid_namespace};
 use crate::db::{Sql, table, test_offset, wall_us};
 use crate::engine::Sqlite;
 
@@ -259,14 +259,26 @@ pub fn install_fence(conn: &Connection) -> rusqlite::Result<()> {
 /// [`SqliteConfig::with_namespace`](crate::SqliteConfig::with_namespace)).
 ///
 /// # Errors
-/// Whatever SQLite answers when registering the function.
+/// A namespace that [`with_namespace`](crate::SqliteConfig::with_namespace) refuses (it
+/// would be pasted into SQL), as `rusqlite::Error::UserFunctionError`; otherwise whatever
+/// SQLite answers when registering the function.
 ///
 /// # Example
 /// ```
 /// let conn = rusqlite::Connection::open_in_memory().unwrap();
 /// alkstore_sqlite::install_fence_in(&conn, "jobs").unwrap();
+/// assert!(alkstore_sqlite::install_fence_in(&conn, "jobs\"; --").is_err());
 /// ```
 pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<()> {
+    if !valid_namespace(namespace) {
+        return Err(rusqlite::Error::UserFunctionError(
+            format!(
+                "alkstore fence: the namespace {namespace:?} is not an ASCII letter followed by \
+                 up to 39 ASCII letters, digits or underscores"
+            )
+            .into(),
+        ));
+    }
     let namespace = namespace.to_owned();
     conn.create_scalar_function(
         "alkstore_fence",
