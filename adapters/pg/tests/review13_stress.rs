@@ -349,7 +349,9 @@ async fn tokens_follow_grant_time_through_takeovers_of_lapsed_leases() {
     grants.sort_unstable();
     let back: Vec<_> = grants.windows(2).filter(|w| w[1].1 < w[0].1).collect();
     eprintln!("{} grants of a lapsing name", grants.len());
-    assert!(grants.len() > 300, "{}", grants.len());
+    // Enough grants for the order to say something; how many depends on the machine
+    // (213-398 on a loaded 2-core machine, more on an idle one).
+    assert!(grants.len() > 100, "{}", grants.len());
     assert!(
         back.is_empty(),
         "a larger token was granted earlier: {:?}",
