@@ -2,7 +2,7 @@
 //! to the commands, written once against the contract ([`crate::command`]).
 //!
 //! Adding an engine is one arm in [`run`] (open its store, pair it with a clock) and its
-//! schemes in [`SCHEMES`](crate::served::SCHEMES).
+//! schemes in [`SCHEMES`].
 
 mod pg;
 mod redis;

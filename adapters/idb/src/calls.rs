@@ -109,7 +109,7 @@ impl IdbLocks {
     /// also wakes the instant the context of the holder, or of a waiter ahead of it, dies
     /// (see [`context_id`](Self::context_id)), and the first waiter at the holder's deadline
     /// (for a holder that stopped without dying); the others refresh their ticket every
-    /// [`waiter_heartbeat`](IdbConfig::with_waiter_heartbeat). Dropping the future leaves the
+    /// [`waiter_heartbeat`](crate::IdbConfig::with_waiter_heartbeat). Dropping the future leaves the
     /// queue and passes on a lease already handed to it.
     ///
     /// # Errors

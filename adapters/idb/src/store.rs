@@ -108,11 +108,11 @@ impl IdbLocks {
         Some(self.inner.db.context_id()).filter(|id| !id.is_empty())
     }
 
-    /// Whether [`IdbLock::keep_alive`] can keep a lease of `ttl`: a renewal may take up to
-    /// the [`io_timeout`](IdbConfig::with_io_timeout), so keep-alive needs a ttl of at least
-    /// twice that (2 s with the default). Call it before acquiring a lease you mean to keep
-    /// alive, so that the ttl is refused before anything is held rather than when
-    /// keep-alive starts.
+    /// Whether [`IdbLock::keep_alive`](crate::IdbLock::keep_alive) can keep a lease of `ttl`:
+    /// a renewal may take up to the [`io_timeout`](IdbConfig::with_io_timeout), so keep-alive
+    /// needs a ttl of at least twice that (2 s with the default). Call it before acquiring a
+    /// lease you mean to keep alive, so that the ttl is refused before anything is held rather
+    /// than when keep-alive starts.
     ///
     /// # Errors
     /// [`LockError::InvalidTtl`] with [`TtlProblem::TooShortToKeepAlive`](alkstore_mem::TtlProblem)
