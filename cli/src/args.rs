@@ -14,7 +14,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
 
-use crate::engines::SCHEMES;
+use crate::served::SCHEMES;
 
 /// alkstore: the operator's view of alkstore locks
 #[derive(Debug, Parser)]
@@ -141,7 +141,7 @@ where
 /// 256-byte limit): only what no engine ever accepts is refused here. The message quotes the
 /// name escaped, never raw.
 fn checked(name: String) -> Result<String, clap::Error> {
-    match check_name(&name, &crate::engines::limits()) {
+    match check_name(&name, &crate::served::limits()) {
         Ok(()) => Ok(name),
         Err(e) => Err(Cli::command().error(ErrorKind::ValueValidation, e)),
     }

@@ -10,16 +10,7 @@ mod sqlite;
 
 use crate::args::Invocation;
 use crate::command::{self, Answer, Failure};
-
-/// Every scheme the tool serves, as the usage text and the error for any other list them.
-pub(crate) const SCHEMES: &[&str] = &[
-    "redis://",
-    "redis+unix://",
-    "rediss://",
-    "postgres://",
-    "postgresql://",
-    "sqlite://",
-];
+use crate::served::SCHEMES;
 
 /// Opens the engine `invocation.url` names and runs the command against it.
 ///
@@ -49,19 +40,6 @@ pub(crate) async fn run(invocation: &Invocation) -> Result<Answer, Failure> {
         }
         other => Err(Failure::Usage(unsupported(other))),
     }
-}
-
-/// The longest name and owner the tool handles: 64 KiB, far above the core's 256-byte default,
-/// which an application may have raised (the tool must reach every name `list` shows).
-pub(crate) const MAX_LEN: usize = 64 * 1024;
-
-/// The limits the tool opens every engine with: [`MAX_LEN`] for names and owners; the other
-/// checks (empty, control characters, the reserved prefix) are the core's, which no engine
-/// ever let through.
-pub(crate) fn limits() -> alkstore_mem::Config {
-    alkstore_mem::Config::new()
-        .with_max_name_len(MAX_LEN)
-        .with_max_owner_len(MAX_LEN)
 }
 
 /// The scheme of `url`, lowercased (schemes are case-insensitive); `None` without `://`.

@@ -28,6 +28,7 @@ mod engines;
 mod json;
 mod redact;
 mod render;
+mod served;
 mod time;
 
 use std::io::Write;

@@ -72,6 +72,7 @@ mod manual_clock;
 mod memory_store;
 mod padded;
 mod pending;
+mod readable;
 mod registry;
 #[cfg(feature = "serde")]
 mod serde_data;

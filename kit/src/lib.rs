@@ -101,6 +101,7 @@
 mod acquire;
 mod anchor;
 mod call;
+mod calls;
 mod cleanup;
 mod config;
 mod contract;

@@ -130,6 +130,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod acquire;
+mod calls;
 mod cancel;
 mod config;
 mod contract;

@@ -64,6 +64,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
+mod client;
 mod config;
 mod listener;
 mod lock;

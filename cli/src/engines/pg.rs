@@ -21,7 +21,7 @@ pub(super) async fn open(
     url: &str,
     namespace: Option<&str>,
 ) -> Result<(PgLocks, PgClock), Failure> {
-    let limits = super::limits();
+    let limits = crate::served::limits();
     let mut config = PgConfig::new()
         .with_max_name_len(limits.max_name_len())
         .with_max_owner_len(limits.max_owner_len());

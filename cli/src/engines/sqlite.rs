@@ -29,7 +29,7 @@ pub(super) async fn open(
             path.display()
         )));
     }
-    let limits = super::limits();
+    let limits = crate::served::limits();
     let mut config = SqliteConfig::new()
         .with_max_name_len(limits.max_name_len())
         .with_max_owner_len(limits.max_owner_len());

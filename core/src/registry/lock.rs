@@ -8,7 +8,6 @@ use core::time::Duration;
 
 use super::Shard;
 use crate::error::LockError;
-use crate::lapsed::{KeepAlive, Lapsed};
 use crate::lease::LeaseInfo;
 use crate::time::{Clock, Timestamp};
 use crate::timer::Timer;
@@ -236,76 +235,6 @@ impl<C: Clock> Lock<C> {
 }
 
 impl<C: Timer> Lock<C> {
-    /// Renews the lease to its [`ttl`](Self::ttl) every `every` and returns only when a
-    /// renewal fails, with that error: [`LockError::Expired`] once the lease is lost (it
-    /// lapsed between renewals, or was [`force_release`](crate::LockRegistry::force_release)d).
-    /// Race it against the work, so that the work stops when the lease is gone; dropping the
-    /// future stops the renewals. It takes `&self`: the work can read the handle meanwhile.
-    ///
-    /// The interval is [`keep_alive_interval`](crate::contract::keep_alive_interval): zero
-    /// means a third of the ttl, and anything above half the ttl is clamped to half, so that
-    /// a typo cannot turn keep-alive off.
-    ///
-    /// # Example
-    /// ```
-    /// use alkstore_mem::{LockError, LockRegistry, ManualClock};
-    /// use core::pin::pin;
-    /// use core::task::{Context, Poll, Waker};
-    /// use core::time::Duration;
-    ///
-    /// let clock = ManualClock::new();
-    /// let registry = LockRegistry::new(clock.clone());
-    /// let mut lock = registry.try_lock("job", "a", Duration::from_secs(3))?.unwrap();
-    /// let token = lock.token();
-    /// {
-    ///     let mut alive = pin!(lock.keep_alive(Duration::from_secs(1)));
-    ///     let mut cx = Context::from_waker(Waker::noop());
-    ///     for _ in 0..10 {
-    ///         assert!(alive.as_mut().poll(&mut cx).is_pending());
-    ///         assert_eq!(lock.token(), token, "the handle is readable meanwhile");
-    ///         clock.advance(Duration::from_secs(1)); // each second, a renewal to 3 s
-    ///     }
-    ///     assert_eq!(registry.holder("job").unwrap().token(), token, "renewed, still held");
-    ///     registry.force_release("job");
-    ///     clock.advance(Duration::from_secs(1));
-    ///     let Poll::Ready(err) = alive.as_mut().poll(&mut cx) else { panic!() };
-    ///     assert!(matches!(err, LockError::Expired { .. }));
-    /// }
-    /// # Ok::<(), LockError>(())
-    /// ```
-    pub fn keep_alive(&self, every: Duration) -> KeepAlive<'_, C> {
-        KeepAlive::new(self, every)
-    }
-
-    /// Resolves once the lease is no longer held (lapsed, released through another path, or
-    /// force-released), with how it ended: [`LockError::Expired`]. It sleeps to the deadline
-    /// and checks again, so renewals push it out.
-    ///
-    /// # Example
-    /// ```
-    /// use alkstore_mem::{LockRegistry, ManualClock};
-    /// use core::pin::pin;
-    /// use core::task::{Context, Poll, Waker};
-    /// use core::time::Duration;
-    ///
-    /// let clock = ManualClock::new();
-    /// let registry = LockRegistry::new(clock.clone());
-    /// let lock = registry.try_lock("job", "a", Duration::from_secs(5))?.unwrap();
-    /// let mut lapsed = pin!(lock.lapsed());
-    /// let mut cx = Context::from_waker(Waker::noop());
-    /// assert!(lapsed.as_mut().poll(&mut cx).is_pending());
-    /// clock.advance(Duration::from_secs(7));
-    /// let Poll::Ready(why) = lapsed.as_mut().poll(&mut cx) else { panic!() };
-    /// assert_eq!(
-    ///     why.to_string(),
-    ///     "lease on lock \"job\" (fencing token 1) lapsed 2s ago, at the end of its 5s ttl"
-    /// );
-    /// # Ok::<(), alkstore_mem::LockError>(())
-    /// ```
-    pub fn lapsed(&self) -> Lapsed<'_, C> {
-        Lapsed::new(self)
-    }
-
     /// [`lapsed`](Self::lapsed)'s check: the lease's deadline if it is live, with `waker`
     /// kept (as watcher `id`) to be woken should it end early (force-released); else the
     /// reading it was found gone at.

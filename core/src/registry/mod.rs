@@ -10,7 +10,6 @@ use core::time::Duration;
 
 use hashbrown::DefaultHashBuilder;
 
-use crate::acquire::Acquire;
 use crate::config::Config;
 use crate::error::LockError;
 use crate::lease::LeaseInfo;
@@ -20,7 +19,6 @@ use crate::state::{Request, State};
 use crate::sync::Mutex;
 use crate::table::{LockTable, Pool};
 use crate::time::Clock;
-use crate::timer::Timer;
 use crate::trace;
 use crate::validate::{name_refusal, quick_check};
 
@@ -287,57 +285,18 @@ impl<C: Clock> LockRegistry<C> {
     }
 }
 
-impl<C: Timer> LockRegistry<C> {
-    /// Waits for the lock `name`, then holds it for `ttl`: without limit, unless bounded
-    /// with [`Acquire::timeout`].
-    ///
-    /// The future resolves to `Ok(Some(lock))` once granted, `Ok(None)` when a bounded wait
-    /// elapses first. With `.timeout(Duration::ZERO)` it answers exactly as
-    /// [`try_lock`](Self::try_lock) does.
-    ///
-    /// Waiters on a name are served in arrival order: a release (explicit or by drop) hands
-    /// the lease straight to the head waiter, with a new token and a deadline `ttl` from the
-    /// hand-over, and a `try_lock` arriving in between gets `None`. When the holder's lease
-    /// lapses instead, the head waiter takes it when it wakes at that deadline. No polling:
-    /// each waiter sleeps on the clock's [`Timer`] until its own wait deadline (the head
-    /// waiter: or the holder's deadline, if earlier) and is woken early by a hand-off.
-    ///
-    /// Cancel-safe: dropping the future removes its waiter, and a lease already handed to it
-    /// passes on to the next waiter or is freed. The future owns a clone of the registry, so
-    /// it is `'static`, and it is `Send` when the clock and its sleeps are.
-    ///
-    /// # Errors
-    /// The same as `try_lock`, at the first poll, without waiting: [`LockError::InvalidName`],
-    /// [`LockError::ReservedName`], [`LockError::InvalidOwner`], [`LockError::InvalidTtl`],
-    /// and [`LockError::CapacityExceeded`] when the name is free but the table is full.
-    ///
-    /// # Example
-    /// ```
-    /// use alkstore_mem::{LockRegistry, ManualClock};
-    /// use core::pin::pin;
-    /// use core::task::{Context, Poll, Waker};
-    /// use core::time::Duration;
-    ///
-    /// let clock = ManualClock::new();
-    /// let registry = LockRegistry::new(clock.clone());
-    /// let holder = registry.try_lock("job", "a", Duration::from_secs(10))?.unwrap();
-    ///
-    /// let ttl = Duration::from_secs(10);
-    /// let mut waiting = pin!(registry.acquire("job", "b", ttl).timeout(Duration::from_secs(5)));
-    /// let mut cx = Context::from_waker(Waker::noop());
-    /// assert!(waiting.as_mut().poll(&mut cx).is_pending());
-    ///
-    /// holder.release(); // hands the lease straight to "b"
-    /// let Poll::Ready(Ok(Some(lock))) = waiting.as_mut().poll(&mut cx) else { panic!() };
-    /// assert_eq!(lock.owner(), "b");
-    /// # Ok::<(), alkstore_mem::LockError>(())
-    /// ```
-    pub fn acquire(&self, name: &str, owner: &str, ttl: Duration) -> Acquire<C> {
-        let request = self
-            .inner
+impl<C: Clock> LockRegistry<C> {
+    /// The checked request behind [`acquire`](Self::acquire): the same refusals as
+    /// [`try_lock`](Self::try_lock), found before any waiting.
+    pub(crate) fn request(
+        &self,
+        name: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<Request, LockError> {
+        self.inner
             .check(name, owner, ttl)
-            .map(|hash| Request::new(name, owner, hash, ttl));
-        Acquire::new(self.clone(), request, Duration::MAX)
+            .map(|hash| Request::new(name, owner, hash, ttl))
     }
 }
 

@@ -1,14 +1,12 @@
-//! What the classes share (errors and leases as JavaScript values, durations, a sleep), the
-//! `Fence`, and the benchmark's timed cycles.
+//! What the classes share (errors and leases as JavaScript values, durations, a sleep), and
+//! the `Fence`.
 
 use core::time::Duration;
 
 use alkstore_idb::{LeaseInfo, LockError};
 use js_sys::{Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::{JsFuture, future_to_promise};
-
-use crate::locks::Locks;
+use wasm_bindgen_futures::JsFuture;
 
 /// A `LockError` as a JavaScript `Error` with a `kind` (`"Unavailable"`, `"Expired"`, ...).
 pub(crate) fn err(e: LockError) -> JsValue {
@@ -60,8 +58,6 @@ pub(crate) async fn sleep_ms(millis: f64) {
 extern "C" {
     #[wasm_bindgen(js_name = setTimeout)]
     fn set_timeout(handler: &js_sys::Function, millis: f64) -> JsValue;
-    #[wasm_bindgen(js_namespace = performance, js_name = now)]
-    fn performance_now() -> f64;
 }
 
 /// The store side of fencing: refuses a token lower than the highest it saw.
@@ -84,27 +80,4 @@ impl Fence {
             Err(stale) => JsValue::from_str(&stale.to_string()),
         }
     }
-}
-
-/// `n` try_lock + release cycles on `name`, timed in Rust: the elapsed ms.
-#[wasm_bindgen(js_name = benchCycles)]
-pub fn bench_cycles(locks: &Locks, name: String, n: u32) -> Promise {
-    let locks = locks.clone();
-    future_to_promise(async move { cycles(locks, name, n).await.map(JsValue::from) })
-}
-
-async fn cycles(locks: Locks, name: String, n: u32) -> Result<f64, JsValue> {
-    let t0 = performance_now();
-    for _ in 0..n {
-        let lock = locks
-            .inner()
-            .try_lock(&name, "bench", Duration::from_secs(30))
-            .await
-            .map_err(err)?
-            .ok_or_else(|| JsValue::from_str("bench name busy"))?;
-        if !lock.release().await.map_err(err)? {
-            return Err(JsValue::from_str("bench lease lapsed"));
-        }
-    }
-    Ok(performance_now() - t0)
 }

@@ -16,6 +16,8 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 #[cfg(target_arch = "wasm32")]
+mod bench;
+#[cfg(target_arch = "wasm32")]
 mod js;
 #[cfg(target_arch = "wasm32")]
 mod lock;
@@ -25,7 +27,9 @@ mod locks;
 mod pending;
 
 #[cfg(target_arch = "wasm32")]
-pub use js::{Fence, bench_cycles};
+pub use bench::bench_cycles;
+#[cfg(target_arch = "wasm32")]
+pub use js::Fence;
 #[cfg(target_arch = "wasm32")]
 pub use lock::{Lock, Watch};
 #[cfg(target_arch = "wasm32")]

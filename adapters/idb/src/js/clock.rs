@@ -7,7 +7,7 @@ use core::cell::Cell;
 use alkstore_mem::Clock;
 use alkstore_mem_web::PerformanceClock;
 
-use super::idb::date_now_us;
+use super::basics::date_now_us;
 use crate::tx::ops::Clocks;
 
 /// What the carried-forward reading gives up, in µs: `Date.now()` truncates to the

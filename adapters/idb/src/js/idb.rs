@@ -4,7 +4,6 @@
 //! (see `txn.rs`).
 
 use core::cell::{Cell, RefCell};
-use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 use std::rc::{Rc, Weak};
 
@@ -14,74 +13,17 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{DomException, Event, IdbDatabase, IdbRequest, IdbTransaction, IdbTransactionMode};
 
+use super::basics::{Handler, LOCKS, META, describe};
 use super::channel::Channel;
 use super::clock::EngineClock;
 use super::codec;
 use super::open::open_db;
 use super::presence::{self, Presence};
-use super::txn::{self, Job, TxFuture};
+use super::slot::Slot;
+use super::txn::{self, Job, TxEnv, TxFuture};
 use super::watchdog::{Watchdog, Watched};
 use crate::sys::{Answer, Scope, TxError};
 use crate::unavailable;
-
-/// An event handler kept alive by its owner.
-pub(crate) type Handler = Closure<dyn FnMut(Event)>;
-
-pub(crate) const LOCKS: &str = "locks";
-pub(crate) const META: &str = "meta";
-
-/// `Date.now()` in µs.
-pub(crate) fn date_now_us() -> u64 {
-    let ms = js_sys::Date::now();
-    if ms > 0.0 { (ms * 1000.0) as u64 } else { 0 }
-}
-
-/// A JavaScript error as text: `Name: message` for a `DOMException`.
-pub(crate) fn describe(value: &JsValue) -> String {
-    if let Some(e) = value.dyn_ref::<DomException>() {
-        return format!("{}: {}", e.name(), e.message());
-    }
-    if let Some(e) = value.dyn_ref::<js_sys::Error>() {
-        return format!("{}: {}", String::from(e.name()), String::from(e.message()));
-    }
-    value.as_string().unwrap_or_else(|| format!("{value:?}"))
-}
-
-/// A one-shot slot a JavaScript callback fills and a future waits on.
-pub(crate) struct Slot<T> {
-    value: RefCell<Option<T>>,
-    waker: Cell<Option<Waker>>,
-}
-
-impl<T> Slot<T> {
-    pub(crate) fn new() -> Rc<Self> {
-        Rc::new(Slot {
-            value: RefCell::new(None),
-            waker: Cell::new(None),
-        })
-    }
-
-    pub(crate) fn fill(&self, value: T) {
-        let mut slot = self.value.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(value);
-        }
-        drop(slot);
-        if let Some(waker) = self.waker.take() {
-            waker.wake();
-        }
-    }
-
-    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<T> {
-        match self.value.borrow_mut().take() {
-            Some(value) => Poll::Ready(value),
-            None => {
-                self.waker.set(Some(cx.waker().clone()));
-                Poll::Pending
-            }
-        }
-    }
-}
 
 /// A transaction waiting for the connection to be opened again.
 type Deferred = Box<dyn FnOnce(&Rc<Database>, Result<&IdbDatabase, &TxError>)>;
@@ -236,7 +178,13 @@ impl Database {
         match self.send_reads(db, &job.scope) {
             Ok((tx, requests)) => {
                 let io = self.io_timeout;
-                let state = txn::run(tx, job, requests, slot, self);
+                let env = TxEnv {
+                    channel: &self.channel,
+                    clock: &self.clock,
+                    presence: &self.presence,
+                    io,
+                };
+                let state = txn::run(tx, job, requests, slot, env);
                 let state: Rc<dyn Watched> = state;
                 self.watchdog
                     .watch(io.as_secs_f64() * 1000.0, Rc::downgrade(&state));

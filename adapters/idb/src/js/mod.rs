@@ -1,12 +1,14 @@
 //! The browser backend (wasm32): IndexedDB transactions, the row codec, BroadcastChannel,
 //! this context's view of the engine's clock.
 
+mod basics;
 mod channel;
 mod clock;
 mod codec;
 mod idb;
 mod open;
 mod presence;
+mod slot;
 mod txn;
 mod watchdog;
 

@@ -15,7 +15,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Event, IdbDatabase, IdbFactory, IdbObjectStoreParameters, IdbOpenDbRequest};
 
-use super::idb::{Handler, LOCKS, META, Slot, describe};
+use super::basics::{Handler, LOCKS, META, describe};
+use super::slot::Slot;
 use crate::sys::TxError;
 use crate::unavailable;
 

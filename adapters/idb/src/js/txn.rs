@@ -13,11 +13,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Event, IdbRequest, IdbTransaction};
 
+use super::basics::{Handler, LOCKS, META, describe};
 use super::channel::Channel;
 use super::clock::EngineClock;
 use super::codec;
-use super::idb::{Database, Handler, LOCKS, META, Slot, describe};
 use super::presence::Presence;
+use super::slot::Slot;
 use super::watchdog::Watched;
 use crate::sys::{Answer, OnCommit, Reading, Rows, Scope, TxError};
 use crate::tx::ops::{Ctx, Notice};
@@ -86,22 +87,36 @@ impl<R> Watched for TxState<R> {
     }
 }
 
+/// What a transaction takes from its database: the channel its notices go out on, the
+/// clock it reads and records, the presence it checks, and its `io_timeout`.
+pub(crate) struct TxEnv<'a> {
+    pub(crate) channel: &'a Channel,
+    pub(crate) clock: &'a Rc<EngineClock>,
+    pub(crate) presence: &'a Rc<Presence>,
+    pub(crate) io: Duration,
+}
+
 /// Wires the handler of `tx`, whose reads are `requests`; its answer goes to `slot`.
 pub(crate) fn run<R: 'static>(
     tx: IdbTransaction,
     job: Job<R>,
     requests: Vec<IdbRequest>,
     slot: Rc<Slot<Answer<R>>>,
-    db: &Database,
+    env: TxEnv<'_>,
 ) -> Rc<TxState<R>> {
-    let (channel, clock, io) = (&db.channel, &db.clock, db.io_timeout);
+    let TxEnv {
+        channel,
+        clock,
+        presence,
+        io,
+    } = env;
     let last = requests.last().cloned();
     let state = Rc::new(TxState {
         slot,
         tx: tx.clone(),
         io,
         clock: Rc::clone(clock),
-        presence: Rc::clone(&db.presence),
+        presence: Rc::clone(presence),
         sent: RefCell::new(Some(Sent { job, requests })),
         pending: RefCell::new(None),
         failed: RefCell::new(None),
