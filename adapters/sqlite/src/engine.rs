@@ -6,36 +6,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use alkstore_kit::{Fallback, Grant, Held, Job, Protocol, Reply, Step, StepReply, unavailable};
 use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp};
 use tokio::sync::oneshot;
 
+use crate::busy::{DbError, duration_us};
 use crate::config::SqliteConfig;
-use crate::db::{Db, DbError, Tx, duration_us, parse_location};
-use crate::listen::Doorbell;
+use crate::db::{Db, Tx};
+use crate::listen::{Doorbell, Nudge};
+use crate::location::parse_location;
 
 /// A task for the connection thread.
 type Task = Box<dyn FnOnce(&mut Db) + Send>;
-
-/// The local listener's thread, nudged after this process rang a bell, so that a waiter in
-/// the same process wakes at once.
-#[derive(Default, Debug)]
-pub(crate) struct Nudge(Mutex<Option<Thread>>);
-
-impl Nudge {
-    pub(crate) fn set(&self, thread: Option<Thread>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = thread;
-    }
-
-    fn nudge(&self) {
-        if let Some(thread) = &*self.0.lock().unwrap_or_else(PoisonError::into_inner) {
-            thread.unpark();
-        }
-    }
-}
 
 /// The SQLite engine: one database file shared by the processes of one host.
 ///

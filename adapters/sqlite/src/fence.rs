@@ -10,9 +10,11 @@ use alkstore_kit::Fencing;
 use rusqlite::functions::{Context, FunctionFlags};
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
+use crate::busy::wall_us;
 use crate::config::{SqliteConfig, valid_namespace};
-use crate::db::{Sql, table, test_offset, wall_us};
+use crate::db::test_offset;
 use crate::engine::Sqlite;
+use crate::schema::{Sql, table};
 
 /// Why a fence refused: match on it to tell a stale holder from a misuse.
 ///

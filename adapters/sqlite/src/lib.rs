@@ -64,12 +64,16 @@
 #![deny(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
+mod busy;
 mod config;
 mod db;
 mod engine;
 mod fence;
 mod listen;
+mod location;
 mod ops;
+mod queue;
+mod schema;
 
 use std::path::Path;
 

@@ -24,7 +24,8 @@ use std::fmt;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 use alkstore_kit::{Listener, WakeSink};
@@ -32,8 +33,24 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::mpsc;
 
 use crate::config::SqliteConfig;
-use crate::db::Sql;
-use crate::engine::Nudge;
+
+/// The local listener's thread, nudged after this process rang a bell, so that a waiter in
+/// the same process wakes at once.
+#[derive(Default, Debug)]
+pub(crate) struct Nudge(Mutex<Option<Thread>>);
+
+impl Nudge {
+    pub(crate) fn set(&self, thread: Option<Thread>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = thread;
+    }
+
+    pub(crate) fn nudge(&self) {
+        if let Some(thread) = &*self.0.lock().unwrap_or_else(PoisonError::into_inner) {
+            thread.unpark();
+        }
+    }
+}
+use crate::schema::Sql;
 
 /// How often the watcher reads the WAL-index header.
 const POLL: Duration = Duration::from_millis(1);

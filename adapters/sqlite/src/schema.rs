@@ -1,0 +1,163 @@
+//! The namespace's tables: their quoted names, the schema, and the statements every
+//! operation runs.
+
+/// The quoted name of table `<namespace>_<table>`.
+pub(crate) fn table(namespace: &str, table: &str) -> String {
+    format!("\"{namespace}_{table}\"")
+}
+
+/// The SQL of every statement, with the namespace's table names in.
+#[derive(Debug)]
+pub(crate) struct Sql {
+    pub(crate) state_get: String,
+    pub(crate) state_put: String,
+    #[cfg_attr(not(feature = "test-clock"), allow(dead_code))]
+    pub(crate) offset: String,
+    pub(crate) lease_get: String,
+    pub(crate) lease_put: String,
+    pub(crate) lease_del: String,
+    pub(crate) lease_free: String,
+    pub(crate) lease_claim: String,
+    pub(crate) lease_renew: String,
+    pub(crate) head: String,
+    pub(crate) any_waiter: String,
+    pub(crate) waiter_get: String,
+    pub(crate) waiter_add: String,
+    pub(crate) waiter_del: String,
+    pub(crate) waiter_del_dead: String,
+    pub(crate) waiter_alive: String,
+    pub(crate) waiter_grant: String,
+    pub(crate) waiter_requeue: String,
+    pub(crate) waiter_unclaim: String,
+    pub(crate) min_arrival: String,
+    pub(crate) waiter_hb: String,
+    pub(crate) cancelled_get: String,
+    pub(crate) cancelled_add: String,
+    pub(crate) cancelled_prune: String,
+    pub(crate) bell_add: String,
+    pub(crate) bell_prune: String,
+    pub(crate) bells_since: String,
+    pub(crate) bells_max: String,
+    pub(crate) snap_leases: String,
+    pub(crate) snap_waiters: String,
+    #[cfg_attr(not(feature = "test-clock"), allow(dead_code))]
+    pub(crate) advance: String,
+}
+
+impl Sql {
+    pub(crate) fn new(ns: &str) -> Self {
+        let state = table(ns, "state");
+        let leases = table(ns, "leases");
+        let waiters = table(ns, "waiters");
+        let cancelled = table(ns, "cancelled");
+        let bells = table(ns, "bells");
+        let clock = table(ns, "test_clock");
+        Sql {
+            state_get: format!("SELECT floor, token, arrival FROM {state} WHERE id = 1"),
+            state_put: format!(
+                "UPDATE {state} SET floor = ?1, token = ?2, arrival = ?3 WHERE id = 1"
+            ),
+            offset: format!("SELECT offset_us FROM {clock} LIMIT 1"),
+            lease_get: format!(
+                "SELECT owner, token, deadline, ttl, req, claimed FROM {leases} WHERE name = ?1"
+            ),
+            lease_put: format!(
+                "REPLACE INTO {leases} (name, owner, token, deadline, ttl, req, claimed) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ),
+            lease_del: format!("DELETE FROM {leases} WHERE name = ?1"),
+            lease_free: format!("UPDATE {leases} SET owner = NULL WHERE name = ?1"),
+            lease_claim: format!("UPDATE {leases} SET claimed = 1 WHERE name = ?1"),
+            lease_renew: format!("UPDATE {leases} SET deadline = ?2, ttl = ?3 WHERE name = ?1"),
+            head: format!(
+                "SELECT id, owner, ttl, wd, hb FROM {waiters} \
+                 WHERE name = ?1 AND granted IS NULL ORDER BY arrival LIMIT 1"
+            ),
+            any_waiter: format!("SELECT 1 FROM {waiters} WHERE name = ?1 LIMIT 1"),
+            waiter_get: format!("SELECT granted FROM {waiters} WHERE id = ?1"),
+            waiter_add: format!(
+                "INSERT INTO {waiters} (id, name, arrival, owner, ttl, wd, hb) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ),
+            waiter_del: format!("DELETE FROM {waiters} WHERE id = ?1"),
+            waiter_del_dead: format!("DELETE FROM {waiters} WHERE id = ?1 AND hb <= ?2"),
+            waiter_alive: format!("SELECT 1 FROM {waiters} WHERE id = ?1 AND hb > ?2"),
+            waiter_grant: format!("UPDATE {waiters} SET granted = ?2, gdl = ?3 WHERE id = ?1"),
+            waiter_requeue: format!(
+                "UPDATE {waiters} SET granted = NULL, gdl = NULL, arrival = ?2 WHERE id = ?1"
+            ),
+            waiter_unclaim: format!(
+                "UPDATE {waiters} SET granted = NULL, gdl = NULL WHERE id = ?1"
+            ),
+            min_arrival: format!(
+                "SELECT min(arrival) FROM {waiters} WHERE name = ?1 AND granted IS NULL"
+            ),
+            waiter_hb: format!("UPDATE {waiters} SET hb = ?2 WHERE id = ?1"),
+            cancelled_get: format!("SELECT 1 FROM {cancelled} WHERE id = ?1"),
+            cancelled_add: format!("INSERT OR IGNORE INTO {cancelled} (id, at) VALUES (?1, ?2)"),
+            cancelled_prune: format!("DELETE FROM {cancelled} WHERE at < ?1"),
+            bell_add: format!("INSERT INTO {bells} (id) VALUES (?1)"),
+            bell_prune: format!("DELETE FROM {bells} WHERE seq <= ?1"),
+            bells_since: format!("SELECT seq, id FROM {bells} WHERE seq > ?1 ORDER BY seq"),
+            bells_max: format!("SELECT coalesce(max(seq), 0) FROM {bells}"),
+            snap_leases: format!(
+                "SELECT l.name, l.owner, l.token, l.deadline FROM {leases} l \
+                 WHERE l.owner IS NOT NULL AND ?1 < l.deadline \
+                   AND (l.claimed OR EXISTS (SELECT 1 FROM {waiters} h \
+                                             WHERE h.id = l.req AND h.hb > ?2)) \
+                 ORDER BY l.name"
+            ),
+            snap_waiters: format!(
+                "SELECT name, owner FROM {waiters} \
+                 WHERE granted IS NULL AND hb > ?2 AND (wd = 0 OR ?1 < wd) \
+                 ORDER BY name, arrival"
+            ),
+            advance: format!("UPDATE {clock} SET offset_us = offset_us + ?1"),
+        }
+    }
+}
+
+/// The schema of version 1, with `@` for the namespace prefix. Every table is the
+/// namespace's own; nothing else in the file is read or written.
+///
+/// Times are µs since the Unix epoch: lease time (`deadline`, `wd`, `floor`) is the wall
+/// clock raised to `floor` (plus the test offset in test builds); heartbeats (`hb`, `at`) are
+/// the raw wall clock.
+pub(crate) const SCHEMA: &str = r#"
+CREATE TABLE "@_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+-- One row: the clock floor (lease time never goes below it), the last token, the last arrival.
+CREATE TABLE "@_state" (id INTEGER PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL,
+                        token INTEGER NOT NULL, arrival INTEGER NOT NULL);
+INSERT INTO "@_state" VALUES (1, 0, 0, 0);
+-- One row per name that is held or has waiters. owner NULL: free (kept while waiters queue).
+-- req: the request the lease went to (a try_lock's id or a waiter's id). claimed 0: handed to
+-- waiter req, which has not picked it up yet.
+CREATE TABLE "@_leases" (name TEXT PRIMARY KEY, owner TEXT, token INTEGER NOT NULL,
+                         deadline INTEGER NOT NULL, ttl INTEGER NOT NULL, req TEXT,
+                         claimed INTEGER NOT NULL) WITHOUT ROWID;
+-- Queued acquire calls. wd: the wait deadline on lease time (0: none); hb: when the entry
+-- counts as gone unless refreshed; granted, gdl: a lease handed to it, not yet picked up.
+CREATE TABLE "@_waiters" (id TEXT PRIMARY KEY, name TEXT NOT NULL, arrival INTEGER NOT NULL,
+                          owner TEXT NOT NULL, ttl INTEGER NOT NULL, wd INTEGER NOT NULL,
+                          hb INTEGER NOT NULL, granted INTEGER, gdl INTEGER) WITHOUT ROWID;
+CREATE INDEX "@_waiters_queue" ON "@_waiters" (name, arrival);
+-- Withdrawn requests whose step may still run (kept ten minutes).
+CREATE TABLE "@_cancelled" (id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;
+-- Wake-ups: a waiter's id (handed a lease, or first in line now) or '*' (everybody re-checks).
+-- Read by every process's listener when the file changes; the last 1000 are kept.
+CREATE TABLE "@_bells" (seq INTEGER PRIMARY KEY, id TEXT NOT NULL);
+-- The test clock's offset (read by builds with the `test-clock` feature only).
+CREATE TABLE "@_test_clock" (offset_us INTEGER NOT NULL);
+INSERT INTO "@_test_clock" VALUES (0);
+"#;
+
+/// The tables of a namespace, for the "not ours" check.
+pub(crate) const TABLES: [&str; 7] = [
+    "meta",
+    "state",
+    "leases",
+    "waiters",
+    "cancelled",
+    "bells",
+    "test_clock",
+];
