@@ -21,6 +21,7 @@ struct Node {
 
 impl Node {
     fn start(port: u16, extra: &[&str]) -> Node {
+        let port = support::port(port);
         assert!(
             !support::listens(port),
             "something already listens on 127.0.0.1:{port}; not touching it"
@@ -110,7 +111,7 @@ fn pair(master_port: u16, replica_port: u16) -> (Node, Node) {
     let master = Node::start(master_port, &[]);
     let replica = Node::start(
         replica_port,
-        &["--replicaof", "127.0.0.1", &master_port.to_string()],
+        &["--replicaof", "127.0.0.1", &master.port.to_string()],
     );
     support::wait_until("the replica is in sync", || {
         replica

@@ -65,6 +65,7 @@ struct TlsServer {
 
 impl TlsServer {
     fn start(port: u16) -> TlsServer {
+        let port = support::port(port);
         assert!(
             !support::listens(port),
             "something already listens on 127.0.0.1:{port}; not touching it"
@@ -242,7 +243,10 @@ fn a_server_certificate_from_another_ca_or_a_bad_tls_config_is_a_clear_unavailab
         // Trusting another CA: the handshake fails, the message says why.
         let wrong = RedisLocks::connect_with(&server.url(), config(&server, "other-ca")).await;
         let message = unavailable_message(wrong);
-        assert!(message.contains("127.0.0.1:6432"), "{message}");
+        assert!(
+            message.contains(&format!("127.0.0.1:{}", server.port)),
+            "{message}"
+        );
         assert!(message.to_lowercase().contains("certificate"), "{message}");
         // The system's roots do not know the test's CA either.
         let plain = RedisConfig::new().with_io_timeout(Duration::from_secs(2));

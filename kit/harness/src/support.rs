@@ -105,6 +105,25 @@ pub fn child_env(key: &str) -> String {
     std::env::var(key).unwrap_or_else(|_| panic!("the parent sets {key}"))
 }
 
+/// The port a test's own server takes for the fixed `base` port written in the test:
+/// `base + ALKSTORE_TEST_PORT_OFFSET` (0 when unset), so that two checkouts (or two suites
+/// that share fixed ports) can run side by side, e.g. `ALKSTORE_TEST_PORT_OFFSET=1000`.
+///
+/// # Panics
+/// If the variable is not a number or the sum leaves the port range: a misconfigured run
+/// stops at once rather than touching a port it did not mean.
+pub fn port(base: u16) -> u16 {
+    let offset = match std::env::var("ALKSTORE_TEST_PORT_OFFSET") {
+        Ok(v) if !v.trim().is_empty() => v
+            .trim()
+            .parse::<u16>()
+            .unwrap_or_else(|_| panic!("ALKSTORE_TEST_PORT_OFFSET={v:?} is not a port offset")),
+        _ => 0,
+    };
+    base.checked_add(offset)
+        .unwrap_or_else(|| panic!("port {base} + offset {offset} is past 65535"))
+}
+
 /// A fresh scratch dir for `engine`'s server on `port` (removed first if a crashed run left
 /// it).
 pub fn scratch_dir(engine: &str, port: u16) -> PathBuf {

@@ -181,6 +181,7 @@ pub struct PgCluster {
 
 impl PgCluster {
     pub fn start(port: u16) -> PgCluster {
+        let port = support::port(port);
         let dir = support::scratch_dir("pg", port);
         let mut cluster = PgCluster {
             port,

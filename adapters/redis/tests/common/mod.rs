@@ -145,6 +145,7 @@ pub struct RedisServer {
 
 impl RedisServer {
     pub fn start(port: u16) -> RedisServer {
+        let port = support::port(port);
         let dir = support::scratch_dir("redis", port);
         let mut server = RedisServer {
             port,
