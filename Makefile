@@ -6,8 +6,17 @@ CARGO ?= cargo
 .PHONY: test setup fmt-check clippy test-native nostd msrv test-browser doc demo demo-check bench bench-downstream check-downstream bench-browser size
 
 ## test: everything, from a fresh clone: setup, fmt, clippy, docs, native tests, the demo, no_std/wasm
-## builds, the browser suite, the Redis suites against a server of its own, the downstream bench crate
-test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-js test-sqlite
+## builds, the MSRV check, the browser suites, the Redis, PostgreSQL, SQLite and tool suites against
+## servers of their own, the downstream bench crate. scripts/test-all.sh runs the suites (which
+## mostly wait) beside the checks and builds (which mostly compute), each part's output in
+## target/test-logs/, and ends with a table of parts and wall times; `make test-serial` runs the
+## same parts one after the other.
+TEST_PARTS := setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-js test-sqlite
+.PHONY: test-serial
+test:
+	@scripts/test-all.sh
+
+test-serial: $(TEST_PARTS)
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
 ## redis-server; quiet when all is there
@@ -20,10 +29,13 @@ setup:
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
+## clippy and doc build in a target dir of their own (CHECK_TARGET_DIR): cargo locks a target dir
+## while it compiles, and the suites that `make test` runs beside them build and run in target/
+CHECK_TARGET_DIR ?= target/check
 clippy:
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p alkstore-mem --all-features --all-targets -- -D warnings
-	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness -p alkstore-idb-js --all-targets --target wasm32-unknown-unknown -- -D warnings
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy --workspace --all-targets -- -D warnings
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy -p alkstore-mem --all-features --all-targets -- -D warnings
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness -p alkstore-idb-js --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
@@ -95,8 +107,8 @@ size: setup
 
 ## doc: rustdoc for every crate (and the web adapter on wasm32), warnings as errors
 doc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web -p alkstore-idb -p alkstore-idb-js --no-deps --target wasm32-unknown-unknown
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web -p alkstore-idb -p alkstore-idb-js --no-deps --target wasm32-unknown-unknown
 
 ## redis ----------------------------------------------------------------------------------
 ## The Redis engine (adapters/redis). Each target builds first, then starts its own scratch

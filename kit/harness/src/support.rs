@@ -160,11 +160,12 @@ pub fn wait_gone(pid: u32) {
     }
 }
 
-/// Waits (up to 5 s) until `check` holds, for a server starting.
+/// Waits (up to 30 s: a server starting or a replica syncing on a loaded machine) until
+/// `check` holds.
 pub fn wait_until(what: &str, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
     while !check() {
-        assert!(start.elapsed() < Duration::from_secs(5), "never: {what}");
+        assert!(start.elapsed() < Duration::from_secs(30), "never: {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }

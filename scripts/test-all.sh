@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# `make test`: every check and suite, from a fresh clone, in as little wall time as two cores
+# allow. The suites mostly wait (on servers, browsers, child processes, sleeps), the checks and
+# builds mostly compute, so they overlap:
+#   1. set-up and fmt (serial), then the server engines' test binaries are built;
+#   2. in the background, each in a log of its own: the Redis suites, the PostgreSQL suites, the
+#      tool's and the SQLite suites (the tool on servers of its own, CLI_REDIS_PORT and
+#      CLI_PG_PORT, so that it does not share the engines' ports), the browser suites one after
+#      the other (conformance, IndexedDB, the npm package), and the MSRV check (its own target
+#      dir and toolchain);
+#   3. in the foreground meanwhile: clippy, rustdoc, the native workspace tests, the demo, the
+#      no_std builds, the downstream crate.
+# Every part's output goes to target/test-logs/<part>.log; a part that fails has its log shown
+# and fails the run (after the others have ended: no server or browser is left behind). The end
+# is a table of parts, outcomes and wall times.
+# Usage: scripts/test-all.sh (TEST_SERIAL=1: every part in the foreground, one after the other).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+logs=target/test-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+make="make -s --no-print-directory"
+began=$(date +%s)
+declare -A started ended status
+order=()
+failed=()
+
+stamp() { echo "[$(($(date +%s) - began))s] $*"; }
+# Runs `make` targets one after the other as part $1 (its log: $logs/$1.log); 0 when all pass.
+part() { # name target...
+  local name=$1
+  shift
+  local t
+  for t in "$@"; do
+    echo "== make $t" >>"$logs/$name.log"
+    $make "$t" >>"$logs/$name.log" 2>&1 || return $?
+  done
+}
+record() { # name status
+  ended[$1]=$(date +%s)
+  status[$1]=$2
+  if [ "$2" -eq 0 ]; then stamp "$1: ok"; else
+    failed+=("$1")
+    stamp "$1: FAILED (exit status $2); its log:"
+    tail -n 150 "$logs/$1.log"
+    echo "---------- end of $1 (whole log: $logs/$1.log) ----------"
+  fi
+}
+foreground() { # name target...
+  local name=$1
+  order+=("$name")
+  started[$name]=$(date +%s)
+  stamp "$name: started"
+  part "$@"
+  record "$name" $?
+}
+declare -A pids
+background() { # name target...
+  local name=$1
+  order+=("$name")
+  started[$name]=$(date +%s)
+  stamp "$name: started in the background"
+  if [ -n "${TEST_SERIAL:-}" ]; then part "$@"; record "$name" $?; return; fi
+  # A session of its own, so that an interrupt stops the whole part (make, cargo, servers'
+  # wrappers, which then stop their servers by pid).
+  setsid bash -c 'part "$@"' _ "$@" &
+  pids[$name]=$!
+}
+finish() {
+  local name
+  for name in "${!pids[@]}"; do
+    wait "${pids[$name]}"
+    record "$name" $?
+  done
+  pids=()
+}
+export -f part
+export logs make
+trap 'for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done; exit 130' INT TERM
+
+foreground setup setup
+foreground fmt fmt-check
+[ ${#failed[@]} -eq 0 ] || exit 1
+# The engines' test binaries first, so that their suites start while the rest compiles.
+order+=(build-engines)
+started[build-engines]=$(date +%s)
+cargo test -q --no-run -p alkstore-redis -p alkstore-pg -p alkstore-cli -p alkstore-sqlite \
+  >"$logs/build-engines.log" 2>&1
+record build-engines $?
+[ ${#failed[@]} -eq 0 ] || exit 1
+
+background redis test-redis
+background pg test-pg
+CLI_REDIS_PORT=${CLI_REDIS_PORT:-6400} CLI_PG_PORT=${CLI_PG_PORT:-5438} \
+  background cli-sqlite test-cli test-sqlite
+background msrv msrv
+background browser test-browser test-idb test-js
+foreground clippy clippy
+foreground doc doc
+foreground native test-native demo-check
+foreground builds nostd check-downstream
+finish
+
+echo
+echo "| part | outcome | wall time |"
+echo "|---|---|---|"
+for name in "${order[@]}"; do
+  outcome=ok
+  [ "${status[$name]}" -eq 0 ] || outcome="FAILED ($logs/$name.log)"
+  echo "| $name | $outcome | $((ended[$name] - started[$name])) s |"
+done
+echo "| all | $([ ${#failed[@]} -eq 0 ] && echo ok || echo "FAILED: ${failed[*]}") | $(($(date +%s) - began)) s |"
+[ ${#failed[@]} -eq 0 ]
