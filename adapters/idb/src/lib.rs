@@ -136,6 +136,7 @@ mod config;
 mod contract;
 mod keep;
 mod lock;
+mod snapshot;
 mod store;
 mod sys;
 mod tx;

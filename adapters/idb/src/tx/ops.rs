@@ -22,6 +22,12 @@
 //! - **FIFO**: tickets join the back of the queue; hand-offs take the front. A waiter whose
 //!   ticket was dropped (it looked dead) joins the back again when it comes back. A queue
 //!   holds at most [`MAX_QUEUE`] tickets: a waiter arriving at a full one is refused.
+//! - **Request order**: a ticket takes a number from the token counter when it joins a queue
+//!   ([`Ticket::seq`](super::row::Ticket::seq)), so the tickets of every name sort in the
+//!   order their requests were queued, in the order IndexedDB ran those transactions (within
+//!   one context, the order the calls were made). A hand-off keeps its ticket's number.
+//! - **Steal** ([`steal`](super::steal::steal)) ends the live lease (its holder told), and
+//!   grants the name to the thief in the same transaction, ahead of the queue.
 //! - **Tokens** are `max(last + 1, now)`: strictly increasing in the database, and still
 //!   increasing after the database was deleted (site data cleared, storage evicted) as long as
 //!   the clock did not step back by more than the time since. They are never repeated: a
@@ -52,7 +58,7 @@ pub(crate) struct Granted {
 }
 
 /// Writes a new lease on `row` and returns it.
-fn grant(
+pub(crate) fn grant(
     row: &mut Row,
     cx: &mut Ctx<'_>,
     owner: &str,
@@ -72,6 +78,7 @@ fn grant(
         claimed: pickup_by.is_none(),
         pickup_by: pickup_by.unwrap_or(0),
         ctx: ctx.into(),
+        seq: 0,
     });
     Granted { token, deadline }
 }
@@ -91,6 +98,9 @@ fn hand_off(row: &mut Row, cx: &mut Ctx<'_>) {
                 Some(ticket.heartbeat_until),
                 &ticket.ctx,
             );
+            if let Some(lease) = &mut row.lease {
+                lease.seq = ticket.seq;
+            }
             cx.notices.push(Notice::Waiter(ticket.id));
             return;
         }
@@ -118,7 +128,7 @@ pub(crate) fn settle(row: &mut Row, cx: &mut Ctx<'_>) -> bool {
 /// Drops every ticket that can no longer be served (its context stopped refreshing it, or
 /// its wait is over), wherever it is in the queue; wakes the new head if the head went while
 /// a lease holds the name (it should sleep to the holder's deadline).
-fn prune(row: &mut Row, cx: &mut Ctx<'_>) {
+pub(crate) fn prune(row: &mut Row, cx: &mut Ctx<'_>) {
     if row.queue.iter().all(|t| cx.servable(t)) {
         return;
     }
@@ -227,6 +237,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         ));
         return Stepped::Over;
     }
+    let seq = cx.next_seq();
     row.queue.push(Ticket {
         id: s.id.into(),
         owner: s.owner.into(),
@@ -234,6 +245,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         wait_until,
         heartbeat_until: cx.raw.saturating_add(s.heartbeat),
         ctx: cx.me.into(),
+        seq,
     });
     let head_deadline =
         (row.queue.len() == 1).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));

@@ -2,6 +2,7 @@
 
 mod clock;
 mod queue;
+mod steal;
 
 use super::ops::{
     self, Clocks, Ctx, Granted, Notice, Step, Stepped, cancel, force_release, holder, release,
