@@ -3,8 +3,12 @@
 //! whose body ([`crate::tx::ops`]) runs synchronously in the success handler of its reads
 //! (see `txn.rs`).
 
+//!
+//! Its transactions run one at a time, in call order: see `pipeline.rs`.
+
 use core::cell::{Cell, RefCell};
 use core::time::Duration;
+use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
 use alkstore_mem::LockError;
@@ -20,13 +24,17 @@ use super::codec;
 use super::open::open_db;
 use super::presence::{self, Presence};
 use super::slot::Slot;
-use super::txn::{self, Job, TxEnv, TxFuture};
+use super::txn::{self, Job, Pipeline, TxEnv};
 use super::watchdog::{Watchdog, Watched};
 use crate::sys::{Answer, Scope, TxError};
 use crate::unavailable;
 
 /// A transaction waiting for the connection to be opened again.
 type Deferred = Box<dyn FnOnce(&Rc<Database>, Result<&IdbDatabase, &TxError>)>;
+
+/// A transaction waiting for this context's transaction in flight to end: started with
+/// `None`, failed with the error.
+pub(super) type Queued = Box<dyn FnOnce(&Rc<Database>, Option<&TxError>)>;
 
 /// The open connection, reopened when the browser closed it (the database was deleted, an
 /// upgrade elsewhere asked for it, or site data was cleared).
@@ -37,11 +45,21 @@ pub(crate) struct Database {
     pub(crate) clock: Rc<EngineClock>,
     /// This context's presence Web Lock for the database, and the contexts known dead.
     pub(crate) presence: Rc<Presence>,
-    db: RefCell<Option<IdbDatabase>>,
+    pub(super) db: RefCell<Option<IdbDatabase>>,
     /// Transactions made while the connection is being opened again, in call order: they
     /// are sent, in that order, as soon as it is open (whether or not anyone polls them).
     waiting: RefCell<Vec<Deferred>>,
     reopening: Cell<bool>,
+    /// Transactions made while one is in flight, in call order (see the module docs).
+    pub(super) backlog: RefCell<VecDeque<Queued>>,
+    /// A transaction of this context is in flight (or waiting for the connection).
+    pub(super) busy: Cell<bool>,
+    /// `pump` is running (it is not re-entered).
+    pub(super) pumping: Cell<bool>,
+    /// The page is unloading for good: no transaction starts any more.
+    pub(super) unloading: Cell<bool>,
+    /// Weakly to itself, for the transactions in flight to tell it they ended.
+    pub(super) this: Weak<Database>,
     /// How many connections the browser closed under this store: a lease granted before
     /// may have gone with a deleted database.
     generation: Cell<u64>,
@@ -69,7 +87,7 @@ impl Database {
         let presence = presence::presence(name, wait_ms, hold_presence).await;
         let channel = Channel::new(&format!("alkstore-idb:{name}"));
         presence.subscribe(channel.downgrade());
-        let this = Rc::new(Database {
+        let this = Rc::new_cyclic(|this| Database {
             name: name.into(),
             io_timeout,
             channel,
@@ -78,6 +96,11 @@ impl Database {
             db: RefCell::new(None),
             waiting: RefCell::new(Vec::new()),
             reopening: Cell::new(false),
+            backlog: RefCell::new(VecDeque::new()),
+            busy: Cell::new(false),
+            pumping: Cell::new(false),
+            unloading: Cell::new(false),
+            this: this.clone(),
             generation: Cell::new(0),
             watchdog: Watchdog::new(),
             stores: Array::of2(&JsValue::from_str(LOCKS), &JsValue::from_str(META)),
@@ -110,6 +133,10 @@ impl Database {
                 .and_then(|p| p.as_bool())
                 .unwrap_or(false);
             if let (false, Some(this)) = (persisted, weak.upgrade()) {
+                this.unloading.set(true);
+                this.fail_backlog(&TxError::failed(unavailable(
+                    "the page is unloading: its transaction was not sent",
+                )));
                 this.watchdog.abandon_all();
             }
         });
@@ -154,22 +181,8 @@ impl Database {
         self.generation.get()
     }
 
-    /// Runs `job` in one `readwrite` transaction over the rows of its scope. The transaction
-    /// is created now (or, while the connection is being opened again, as soon as it is
-    /// open), so transactions run in the order of these calls, polled or not; the returned
-    /// future only waits for the answer.
-    pub(crate) fn transact<R: 'static>(self: &Rc<Self>, job: Job<R>) -> TxFuture<R> {
-        let slot = Slot::new();
-        let db = self.db.borrow().clone();
-        match db {
-            Some(db) => self.start(&db, job, Rc::clone(&slot)),
-            None => self.defer(job, Rc::clone(&slot)),
-        }
-        TxFuture(slot)
-    }
-
     /// Creates the transaction on `db`, sends its reads and wires its handler.
-    fn start<R: 'static>(
+    pub(super) fn start<R: 'static>(
         self: &Rc<Self>,
         db: &IdbDatabase,
         job: Job<R>,
@@ -178,7 +191,9 @@ impl Database {
         match self.send_reads(db, &job.scope) {
             Ok((tx, requests)) => {
                 let io = self.io_timeout;
+                let pipeline: Rc<dyn Pipeline> = Rc::clone(self) as Rc<dyn Pipeline>;
                 let env = TxEnv {
+                    pipeline,
                     channel: &self.channel,
                     clock: &self.clock,
                     presence: &self.presence,
@@ -194,21 +209,27 @@ impl Database {
                 self.closed();
                 self.defer(job, slot);
             }
-            Err(e) => slot.fill(Err(TxError::failed(unavailable(format!(
-                "IndexedDB transaction refused: {}",
-                describe(&e)
-            ))))),
+            Err(e) => {
+                slot.fill(Err(TxError::failed(unavailable(format!(
+                    "IndexedDB transaction refused: {}",
+                    describe(&e)
+                )))));
+                self.ended();
+            }
         }
     }
 
     /// Queues `job` until the connection is open again, opening it if nobody is yet. The
     /// open runs on its own (`spawn_local`), so a release sent by a `Drop` still goes out.
-    fn defer<R: 'static>(self: &Rc<Self>, job: Job<R>, slot: Rc<Slot<Answer<R>>>) {
+    pub(super) fn defer<R: 'static>(self: &Rc<Self>, job: Job<R>, slot: Rc<Slot<Answer<R>>>) {
         self.waiting
             .borrow_mut()
             .push(Box::new(move |this, db| match db {
                 Ok(db) => this.start(db, job, slot),
-                Err(e) => slot.fill(Err(e.clone())),
+                Err(e) => {
+                    slot.fill(Err(e.clone()));
+                    this.ended();
+                }
             }));
         if self.reopening.replace(true) {
             return;
@@ -226,6 +247,8 @@ impl Database {
                     }
                 }
                 Err(e) => {
+                    // It cannot be opened now: what waits behind fails too.
+                    this.fail_backlog(&e);
                     for job in waiting {
                         job(&this, Err(&e));
                     }

@@ -26,6 +26,7 @@
 //! that stalled inside a transaction would stall every context of the origin.
 
 pub(crate) mod ctx;
+pub(crate) mod look;
 pub(crate) mod ops;
 pub(crate) mod row;
 pub(crate) mod steal;

@@ -17,6 +17,11 @@
 //!   handed-off lease is written for that waiter, unclaimed, and the waiter is woken over the
 //!   BroadcastChannel after the transaction commits. A renewal drops dead tickets too, so a
 //!   name held for long never carries the tickets of contexts that went away.
+//! - **A context's waiters share their heartbeats**: a step refreshes every ticket of its
+//!   context in the row, so a context with many waiters on one name needs one step per
+//!   heartbeat, not one per waiter. A ticket whose waiter went away without withdrawing it
+//!   (its withdrawal failed) lives while its context has other waiters there; handed the
+//!   name, it lapses at its pickup time and passes on.
 //! - **No barging**: a name is granted directly (try_lock, or an arriving acquire) only when,
 //!   after settling, it has no lease; then its queue is empty too.
 //! - **FIFO**: tickets join the back of the queue; hand-offs take the front. A waiter whose
@@ -48,6 +53,7 @@
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(unused_imports))]
 pub(crate) use super::ctx::{Clocks, Ctx, Notice};
+pub(crate) use super::look::{ahead, contexts, news, waiting};
 use super::row::{Lease, MAX_QUEUE, Row, Ticket};
 
 /// A granted lease, as a reply.
@@ -220,6 +226,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         if row.queue[pos].ctx != cx.me {
             row.queue[pos].ctx = cx.me.into();
         }
+        refresh_mine(row, cx, s.heartbeat);
         let head_deadline = (pos == 0).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
         return Stepped::Queued { head_deadline };
     }
@@ -247,9 +254,23 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         ctx: cx.me.into(),
         seq,
     });
+    refresh_mine(row, cx, s.heartbeat);
     let head_deadline =
         (row.queue.len() == 1).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
     Stepped::Queued { head_deadline }
+}
+
+/// Refreshes the heartbeat of every ticket of this context in the row (not of an unknown
+/// one): one step shows all of this context's waiters on the name alive, so they need not
+/// each step every heartbeat (see `acquire.rs`). Never shortens one.
+fn refresh_mine(row: &mut Row, cx: &Ctx<'_>, heartbeat: u64) {
+    if cx.me.is_empty() {
+        return;
+    }
+    let until = cx.raw.saturating_add(heartbeat);
+    for t in row.queue.iter_mut().filter(|t| t.ctx == cx.me) {
+        t.heartbeat_until = t.heartbeat_until.max(until);
+    }
 }
 
 /// A waiting `acquire` (or a `try_lock`) that will never pick up its answer: its ticket
@@ -331,37 +352,4 @@ pub(crate) fn force_release(row: &mut Row, cx: &mut Ctx<'_>, name: &str) -> Opti
     cx.notices.push(Notice::Ended(name.into()));
     hand_off(row, cx);
     ended
-}
-
-/// The live waiters of a settled row, in the order they will be served.
-pub(crate) fn waiting<'r>(row: &'r Row, cx: &'r Ctx<'_>) -> impl Iterator<Item = &'r Ticket> + 'r {
-    row.queue.iter().filter(move |t| cx.servable(t))
-}
-
-/// The contexts that stand before waiter `id` on a settled row: the lease's (holder or
-/// grantee) and those of the tickets ahead of it, each once, without this context's or any
-/// known dead or unknown (empty). When one of them dies the waiter should look again: it may
-/// be next, or the lease free.
-pub(crate) fn ahead(row: &Row, cx: &Ctx<'_>, id: &str) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    let lease = row.lease.iter().map(|l| l.ctx.as_str());
-    let tickets = row
-        .queue
-        .iter()
-        .take_while(|t| t.id != id)
-        .map(|t| t.ctx.as_str());
-    for ctx in lease.chain(tickets) {
-        if !ctx.is_empty() && ctx != cx.me && !cx.is_dead(ctx) && !ids.iter().any(|c| c == ctx) {
-            ids.push(ctx.into());
-        }
-    }
-    ids
-}
-
-/// Every context id a row records (its lease's and its tickets'), for a liveness check.
-pub(crate) fn contexts<'r>(row: &'r Row) -> impl Iterator<Item = &'r str> + 'r {
-    let lease = row.lease.iter().map(|l| l.ctx.as_str());
-    lease
-        .chain(row.queue.iter().map(|t| t.ctx.as_str()))
-        .filter(|c| !c.is_empty())
 }
