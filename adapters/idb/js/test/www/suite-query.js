@@ -113,23 +113,27 @@ test('query() lists held locks in grant order', async ({ locks, name }) => {
   eq(q.held.filter((h) => names.includes(h.name)).map((h) => h.name).join(), names.join(), 'order');
 });
 
-// Holds `name` until `release` resolves; resolves once granted (seen by query()).
+// Holds `name` until `release` resolves; resolves once granted, with `[done]`: the
+// request's promise (in an array, so that awaiting this does not wait for it).
 async function holdUntil(locks, name, release) {
   const granted = deferred();
   const done = locks.request(name, () => { granted.resolve(); return release; });
   await granted.promise;
-  return done;
+  return [done];
 }
 // The pending entries of `names`, in the order query() lists them.
 async function pendingOf(locks, names) {
   return (await locks.query()).pending.map((p) => p.name).filter((n) => names.includes(n));
 }
 
-spec('query() lists pending requests in the order they were made, not by name (WPT query-ordering)', async ({ locks, name }) => {
+// The spec lists pending requests in the order they were made (WPT query-ordering);
+// Chromium's navigator.locks lists them by name (seen in this suite's control run), so
+// these are not run as a control.
+test('query() lists pending requests in the order they were made, not by name (WPT query-ordering)', async ({ locks, name }) => {
   const [r1, r2, r3] = [`${name}/1`, `${name}/2`, `${name}/3`];
   const release = deferred();
   const holders = [];
-  for (const r of [r1, r2, r3]) holders.push(await holdUntil(locks, r, release.promise));
+  for (const r of [r1, r2, r3]) holders.push(...await holdUntil(locks, r, release.promise));
   // Made in the reverse order of their names.
   const waits = [r3, r2, r1].map((r) => locks.request(r, () => r));
   await until(async () => (await pendingOf(locks, [r1, r2, r3])).length === 3, 5000, 'three pending');
@@ -138,13 +142,14 @@ spec('query() lists pending requests in the order they were made, not by name (W
   await Promise.all([...holders, ...waits]);
 });
 
-spec('query() pending order: requests interleaved over several names stay in the order made as some are granted', async ({ locks, name }) => {
+test('query() pending order: requests interleaved over several names stay in the order made as some are granted', async ({ locks, name }) => {
   const [a, b, c] = [`${name}/a`, `${name}/b`, `${name}/c`];
   const releases = { [a]: deferred(), [b]: deferred(), [c]: deferred() };
   const holders = [];
-  for (const n of [a, b, c]) holders.push(await holdUntil(locks, n, releases[n].promise));
+  for (const n of [a, b, c]) holders.push(...await holdUntil(locks, n, releases[n].promise));
   const made = [b, a, c, a, b];
-  const waits = made.map((n, i) => locks.request(n, () => i));
+  const gate = deferred(); // the granted ones hold their name until the end
+  const waits = made.map((n, i) => locks.request(n, async () => { await gate.promise; return i; }));
   await until(async () => (await pendingOf(locks, [a, b, c])).length === 5, 5000, 'five pending');
   eq((await pendingOf(locks, [a, b, c])).join(' '), made.join(' '), 'all five, in the order made');
   // Releasing a grants its first request; the other four keep their order.
@@ -152,6 +157,7 @@ spec('query() pending order: requests interleaved over several names stay in the
   await holders[0];
   await until(async () => (await pendingOf(locks, [a, b, c])).length === 4, 5000, 'four pending');
   eq((await pendingOf(locks, [a, b, c])).join(' '), [b, c, a, b].join(' '), 'after a hand-off');
+  gate.resolve();
   releases[b].resolve();
   releases[c].resolve();
   eq((await Promise.all(waits)).join(), '0,1,2,3,4', 'results');
@@ -163,7 +169,7 @@ test('query() lists held locks in grant order, a stolen one as granted last', as
   const names = [`${name}/1`, `${name}/2`, `${name}/3`];
   const release = deferred();
   const holders = [];
-  for (const n of names) holders.push(await holdUntil(locks, n, release.promise));
+  for (const n of names) holders.push(...await holdUntil(locks, n, release.promise));
   for (const h of holders) h.catch(() => {});
   const stolen = deferred();
   const thief = locks.request(names[1], { steal: true }, () => { stolen.resolve(); return release.promise; });

@@ -2,6 +2,7 @@
 
 mod clock;
 mod queue;
+mod siblings;
 mod steal;
 
 use super::ops::{
