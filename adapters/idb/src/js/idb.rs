@@ -8,7 +8,6 @@
 
 use core::cell::{Cell, RefCell};
 use core::time::Duration;
-use std::collections::VecDeque;
 use std::rc::{Rc, Weak};
 
 use alkstore_mem::LockError;
@@ -22,6 +21,7 @@ use super::channel::Channel;
 use super::clock::EngineClock;
 use super::codec;
 use super::open::open_db;
+use super::pipeline::Lane;
 use super::presence::{self, Presence};
 use super::slot::Slot;
 use super::txn::{self, Job, Pipeline, TxEnv};
@@ -31,10 +31,6 @@ use crate::unavailable;
 
 /// A transaction waiting for the connection to be opened again.
 type Deferred = Box<dyn FnOnce(&Rc<Database>, Result<&IdbDatabase, &TxError>)>;
-
-/// A transaction waiting for this context's transaction in flight to end: started with
-/// `None`, failed with the error.
-pub(super) type Queued = Box<dyn FnOnce(&Rc<Database>, Option<&TxError>)>;
 
 /// The open connection, reopened when the browser closed it (the database was deleted, an
 /// upgrade elsewhere asked for it, or site data was cleared).
@@ -50,16 +46,9 @@ pub(crate) struct Database {
     /// are sent, in that order, as soon as it is open (whether or not anyone polls them).
     waiting: RefCell<Vec<Deferred>>,
     reopening: Cell<bool>,
-    /// Transactions made while one is in flight, in call order (see the module docs).
-    pub(super) backlog: RefCell<VecDeque<Queued>>,
-    /// A transaction of this context is in flight (or waiting for the connection).
-    pub(super) busy: Cell<bool>,
-    /// `pump` is running (it is not re-entered).
-    pub(super) pumping: Cell<bool>,
-    /// The page is unloading for good: no transaction starts any more.
-    pub(super) unloading: Cell<bool>,
-    /// Weakly to itself, for the transactions in flight to tell it they ended.
-    pub(super) this: Weak<Database>,
+    /// This context's one transaction at a time on the database (see `pipeline.rs`), shared
+    /// with every other store of the same database in this context.
+    pub(super) lane: Rc<Lane>,
     /// How many connections the browser closed under this store: a lease granted before
     /// may have gone with a deleted database.
     generation: Cell<u64>,
@@ -87,7 +76,7 @@ impl Database {
         let presence = presence::presence(name, wait_ms, hold_presence).await;
         let channel = Channel::new(&format!("alkstore-idb:{name}"));
         presence.subscribe(channel.downgrade());
-        let this = Rc::new_cyclic(|this| Database {
+        let this = Rc::new(Database {
             name: name.into(),
             io_timeout,
             channel,
@@ -96,11 +85,7 @@ impl Database {
             db: RefCell::new(None),
             waiting: RefCell::new(Vec::new()),
             reopening: Cell::new(false),
-            backlog: RefCell::new(VecDeque::new()),
-            busy: Cell::new(false),
-            pumping: Cell::new(false),
-            unloading: Cell::new(false),
-            this: this.clone(),
+            lane: Lane::of(name),
             generation: Cell::new(0),
             watchdog: Watchdog::new(),
             stores: Array::of2(&JsValue::from_str(LOCKS), &JsValue::from_str(META)),
@@ -133,10 +118,7 @@ impl Database {
                 .and_then(|p| p.as_bool())
                 .unwrap_or(false);
             if let (false, Some(this)) = (persisted, weak.upgrade()) {
-                this.unloading.set(true);
-                this.fail_backlog(&TxError::failed(unavailable(
-                    "the page is unloading: its transaction was not sent",
-                )));
+                this.lane.unload();
                 this.watchdog.abandon_all();
             }
         });
@@ -191,7 +173,7 @@ impl Database {
         match self.send_reads(db, &job.scope) {
             Ok((tx, requests)) => {
                 let io = self.io_timeout;
-                let pipeline: Rc<dyn Pipeline> = Rc::clone(self) as Rc<dyn Pipeline>;
+                let pipeline: Rc<dyn Pipeline> = Rc::clone(&self.lane) as Rc<dyn Pipeline>;
                 let env = TxEnv {
                     pipeline,
                     channel: &self.channel,
@@ -214,7 +196,7 @@ impl Database {
                     "IndexedDB transaction refused: {}",
                     describe(&e)
                 )))));
-                self.ended();
+                self.lane.ended();
             }
         }
     }
@@ -228,7 +210,7 @@ impl Database {
                 Ok(db) => this.start(db, job, slot),
                 Err(e) => {
                     slot.fill(Err(e.clone()));
-                    this.ended();
+                    this.lane.ended();
                 }
             }));
         if self.reopening.replace(true) {
@@ -248,7 +230,7 @@ impl Database {
                 }
                 Err(e) => {
                     // It cannot be opened now: what waits behind fails too.
-                    this.fail_backlog(&e);
+                    this.lane.fail_backlog(&e);
                     for job in waiting {
                         job(&this, Err(&e));
                     }
