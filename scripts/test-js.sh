@@ -7,8 +7,10 @@
 #   3. test/test.mjs on that tarball, unpacked, in headless Chromium (pages served on
 #      127.0.0.1:8800-8809): the suite in a window and in a dedicated worker, its tests of the
 #      Web Locks spec alone again against Chromium's own navigator.locks (a control: they
-#      test the spec, not our reading of it), the README's first example, then 2 pages and 4
-#      dedicated workers contending, and a closed page's request taken over at once.
+#      test the spec, not our reading of it), the README's first example, the types against
+#      the module (test/types.mjs), then 2 pages and 4 dedicated workers contending (query
+#      order, steal in one transaction, FIFO), and a closed page's and a terminated worker's
+#      request taken over at once (test/scenarios.mjs).
 # Fails when a part fails or no test ran; the driver's output is shown when it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -21,6 +21,8 @@ export type LockErrorName =
 
 /** An error of the lock engine; `name` says which. */
 export class LockError extends Error {
+  /** What the package itself does for the engine's errors (details: the fields below). */
+  constructor(name: LockErrorName, message: string, details?: { token?: number; deadline?: number; ttl?: number; tooShortToKeepAlive?: boolean });
   name: LockErrorName;
   /** ExpiredError: the lost lease's token. */
   token?: number;
@@ -39,7 +41,7 @@ export interface OpenOptions {
   heartbeat?: number;
   /** The longest lock name, in bytes of UTF-8 once escaped. Default 1024. */
   maxNameLength?: number;
-  /** The default owner of this object's leases. Default: `contextId`. */
+  /** The default owner of this object's leases (not empty, at most 256 bytes of UTF-8, no lone surrogates: else InvalidOwnerError). Default: `contextId`. */
   owner?: string;
   /** Where to load the .wasm from (see `init`). Default: beside the module. */
   wasm?: string | URL | Request | Response | BufferSource | WebAssembly.Module;
@@ -51,7 +53,10 @@ export interface RequestOptions {
   mode?: 'exclusive' | 'shared';
   /** Call back with null instead of waiting when the name is busy. */
   ifAvailable?: boolean;
-  /** Take the lock from its holder (its promise rejects with AbortError), ahead of the queue. */
+  /**
+   * Take the lock from its holder (its promise rejects with AbortError, its lock.signal
+   * aborts), ahead of the queue, in one transaction.
+   */
   steal?: boolean;
   /** Withdraws a waiting request, rejecting with the signal's reason. */
   signal?: AbortSignal;
@@ -165,7 +170,10 @@ export class AlkLocks {
   request<T>(name: string, options: RequestOptions & { ifAvailable: true }, callback: (lock: Lock | null) => T): Promise<Awaited<T>>;
   request<T>(name: string, options: RequestOptions & { ifAvailable?: false }, callback: (lock: Lock) => T): Promise<Awaited<T>>;
   request<T>(name: string, options: RequestOptions, callback: (lock: Lock | null) => T): Promise<Awaited<T>>;
-  /** navigator.locks.query, with owners, tokens and deadlines. */
+  /**
+   * navigator.locks.query, with owners, tokens and deadlines: held in grant order, pending
+   * in the order the requests were made (across every name and context).
+   */
   query(): Promise<LockManagerSnapshot>;
   tryLock(name: string, options?: TryLockOptions): Promise<Lease | null>;
   acquire(name: string, options?: AcquireOptions): Promise<Lease | null>;

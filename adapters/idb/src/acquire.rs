@@ -11,6 +11,14 @@
 //! `js/presence.rs`), and, when it is first in line, the holder's deadline (a holder that
 //! stopped without dying). A lost message therefore costs at most one heartbeat, never a
 //! lease.
+//!
+//! The waiters of one context on one name share their heartbeats: every step refreshes the
+//! tickets of all of them (`ops::step`), and a waiter whose heartbeat comes due skips its
+//! step when a sibling stepped on the name within the last heartbeat (it sets out to step
+//! first, so that siblings waking together step once). A step also wakes the siblings it
+//! finds news for (a hand-off written for one, the head of the queue): a lost message costs
+//! them no more than it costs a waiter alone. So a context with hundreds of waiters on a
+//! name costs one transaction per heartbeat, not hundreds.
 
 use core::fmt;
 use core::future::Future;
@@ -26,7 +34,7 @@ use crate::lock::IdbLock;
 use crate::store::IdbLocks;
 use crate::sys;
 use crate::tx::ops::{self, Step, Stepped};
-use crate::util::{micros, race, sleep_us};
+use crate::util::{Either, micros, race, sleep_us};
 use crate::{BoxedFuture, IdbFuture};
 
 /// The future of [`IdbLocks::acquire`].
@@ -121,6 +129,9 @@ async fn wait_for(
     // (never ahead of what the transactions read): a zero wait ends at once, as try_lock.
     let wait_until = wait.map_or(0, |w| store.now_us().saturating_add(micros(w)).max(1));
     loop {
+        // Set out to step: the siblings of this context waiting on the name may skip their
+        // heartbeat (this step refreshes their tickets too).
+        store.inner.db.note_refresh(&name, store.now_us());
         let (i, o) = (id.clone(), owner.clone());
         let step = Step {
             id: "",
@@ -129,7 +140,7 @@ async fn wait_for(
             wait_until,
             heartbeat: heartbeat_us.saturating_mul(3),
         };
-        let (stepped, now, ahead) = store
+        let (stepped, now, ahead, news) = store
             .on_row(&name, move |row, cx| {
                 let step = Step {
                     id: &i,
@@ -141,9 +152,10 @@ async fn wait_for(
                     Stepped::Queued { .. } => ops::ahead(row, cx, &i),
                     _ => Vec::new(),
                 };
-                (stepped, cx.now, ahead)
+                (stepped, cx.now, ahead, ops::news(row, cx, &i))
             })
             .await?;
+        store.inner.db.wake_ids(&news);
         match stepped {
             Stepped::Granted(granted) => {
                 guard.disarm();
@@ -164,16 +176,56 @@ async fn wait_for(
                 // Woken as soon as a context it waits behind dies (its lease or its ticket
                 // is then over: the next step sees it).
                 store.inner.db.watch_contexts(&ahead);
-                let mut until = now.saturating_add(heartbeat_us);
-                if wait_until != 0 {
-                    until = until.min(wait_until);
+                let ends = Ends {
+                    wait_until,
+                    head_deadline,
+                };
+                let mut until = ends.cap(now.saturating_add(heartbeat_us));
+                loop {
+                    let nap = until.saturating_sub(store.now_us());
+                    if let Either::Right(()) = race(sleep_us(nap), watch.notified()).await {
+                        break; // news: look now
+                    }
+                    let t = store.now_us();
+                    if ends.reached(t) {
+                        break;
+                    }
+                    // Only a heartbeat is due: skip it when a sibling of this context stepped
+                    // on the name since (refreshing this ticket too: only in a context with
+                    // an id, see `ops::step`).
+                    let sibling = store.inner.db.refreshed(&name).saturating_add(heartbeat_us);
+                    if sibling <= t || store.inner.db.context_id().is_empty() {
+                        break;
+                    }
+                    until = ends.cap(sibling);
                 }
-                if let Some(deadline) = head_deadline {
-                    until = until.min(deadline);
-                }
-                let nap = until.saturating_sub(store.now_us());
-                race(sleep_us(nap), watch.notified()).await;
             }
         }
+    }
+}
+
+/// The times a queued waiter must step at whatever its siblings do: the end of its wait
+/// (0: none), and, first in line, the holder's deadline.
+#[derive(Clone, Copy, Debug)]
+struct Ends {
+    wait_until: u64,
+    head_deadline: Option<u64>,
+}
+
+impl Ends {
+    /// `until`, or the earlier of these ends.
+    fn cap(self, mut until: u64) -> u64 {
+        if self.wait_until != 0 {
+            until = until.min(self.wait_until);
+        }
+        if let Some(deadline) = self.head_deadline {
+            until = until.min(deadline);
+        }
+        until
+    }
+
+    /// Whether one of them is reached at `t`.
+    fn reached(self, t: u64) -> bool {
+        (self.wait_until != 0 && t >= self.wait_until) || self.head_deadline.is_some_and(|d| t >= d)
     }
 }

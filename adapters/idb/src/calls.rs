@@ -1,18 +1,18 @@
-//! The calls of [`IdbLocks`] that run one transaction each: take, wait for, look up, list and
-//! force-release locks.
+//! The calls of [`IdbLocks`] that run one transaction each: take, wait for, look up, steal and
+//! force-release locks (listing them is in `snapshot.rs`).
 
 use core::future::ready;
 use core::time::Duration;
 
 use alkstore_mem::validate::{check_name, check_request};
-use alkstore_mem::{LeaseInfo, LockError, Snapshot, Waiting};
+use alkstore_mem::{LeaseInfo, LockError};
 
 use crate::acquire::IdbAcquire;
 use crate::cancel::CancelGuard;
 use crate::lock::IdbLock;
 use crate::store::IdbLocks;
-use crate::sys::{self, Scope};
-use crate::tx::ops;
+use crate::sys;
+use crate::tx::{ops, steal};
 use crate::util::{micros, stamp};
 use crate::{BoxedFuture, IdbFuture};
 
@@ -170,73 +170,6 @@ impl IdbLocks {
         })
     }
 
-    /// The operator's view: every live lease (sorted by name) and every live waiter (by name,
-    /// then in the order they will be served), across every context sharing the database.
-    /// One transaction over all rows; it settles each (a lapsed lease goes to its first
-    /// waiter, as any operation on that name would do), so what it shows is what the next
-    /// operation would find.
-    ///
-    /// # Errors
-    /// [`LockError::Unavailable`] when the transaction fails or times out.
-    ///
-    /// # Example
-    /// ```no_run
-    /// # async fn run(locks: alkstore_idb::IdbLocks) -> Result<(), alkstore_idb::LockError> {
-    /// let snapshot = locks.snapshot().await?;
-    /// for lease in &snapshot.held {
-    ///     println!("{} held by {} (token {})", lease.name(), lease.owner(), lease.token());
-    /// }
-    /// for waiter in &snapshot.waiting {
-    ///     println!("{} waits for {}", waiter.owner, waiter.name);
-    /// }
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn snapshot(&self) -> IdbFuture<'static, Snapshot> {
-        let store = self.clone();
-        BoxedFuture::new(async move {
-            let (mut held, mut waiting, contexts) = store.snapshot_tx().await?;
-            if store.inner.db.confirm_dead(contexts).await {
-                // A context in it is dead: its leases and tickets are over; look again.
-                (held, waiting, _) = store.snapshot_tx().await?;
-            }
-            // By name as Rust orders strings (IndexedDB orders keys by UTF-16 code units);
-            // stable, so each name's waiters keep their queue order.
-            held.sort_by(|a, b| a.name().cmp(b.name()));
-            waiting.sort_by(|a, b| a.name.cmp(&b.name));
-            let mut snapshot = Snapshot::default();
-            snapshot.held = held;
-            snapshot.waiting = waiting;
-            Ok(snapshot)
-        })
-    }
-
-    /// One snapshot transaction: the live leases, the live waiters, and the context ids the
-    /// rows record.
-    async fn snapshot_tx(&self) -> Result<(Vec<LeaseInfo>, Vec<Waiting>, Vec<String>), LockError> {
-        let tx = self.inner.db.transact(Scope::All, |rows, cx| {
-            let mut held = Vec::new();
-            let mut waiting = Vec::new();
-            let mut contexts: Vec<String> = Vec::new();
-            for (name, row) in rows.iter_mut() {
-                ops::settle(row, cx);
-                if let Some(l) = &row.lease {
-                    held.push(LeaseInfo::new(name, &l.owner, l.token, stamp(l.deadline)));
-                }
-                for ticket in ops::waiting(row, cx) {
-                    waiting.push(Waiting::new(name, &ticket.owner));
-                }
-                for ctx in ops::contexts(row) {
-                    if !contexts.iter().any(|c| c == ctx) {
-                        contexts.push(ctx.into());
-                    }
-                }
-            }
-            (held, waiting, contexts)
-        });
-        Ok(tx.await?.0)
-    }
-
     /// Ends the live lease on `name` whoever holds it (an operator's tool), and returns the
     /// lease it ended: `Ok(None)` when the name had no live lease or is not a valid name.
     /// The name goes to the first waiter with a larger token; the old holder's renewals and
@@ -270,6 +203,52 @@ impl IdbLocks {
         })
     }
 
+    /// Takes the lock `name` for `owner` until `ttl` from now, **whoever holds it**, ahead of
+    /// every waiter: Web Locks' `steal: true`, in one transaction. The live lease (if any)
+    /// ends, its holder is told as by [`force_release`](Self::force_release) (its
+    /// `keep_alive`/`lapsed` end with `Expired`, in whichever context it runs; its release
+    /// answers `false`), and the name is granted to this call in the same transaction, with a
+    /// larger token: no other call can take it in between. The queue stays as it was and is
+    /// served after this lease; a waiter that had been handed the name but had not picked it
+    /// up yet goes back to the head of the queue. Dropping the future before it resolved
+    /// gives the lease back.
+    ///
+    /// # Errors
+    /// The validation errors of [`try_lock`](Self::try_lock) before anything is sent;
+    /// [`LockError::Unavailable`] when the transaction fails or times out (it then changed
+    /// nothing: the holder keeps its lease).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # use alkstore_idb::IdbLocks;
+    /// # use core::time::Duration;
+    /// # async fn run(locks: IdbLocks) -> Result<(), alkstore_idb::LockError> {
+    /// // The old leader is stuck: take over now, with a token its late writes cannot match.
+    /// let lock = locks.steal("leader", "tab-2", Duration::from_secs(10)).await?;
+    /// println!("leader with token {}", lock.token());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn steal(&self, name: &str, owner: &str, ttl: Duration) -> IdbFuture<'static, IdbLock> {
+        if let Err(err) = check_request(name, owner, ttl, &self.inner.config.limits()) {
+            return BoxedFuture::new(ready(Err(err)));
+        }
+        let rid = sys::new_id();
+        let ttl_us = micros(ttl);
+        let (n, o, r) = (name.to_owned(), owner.to_owned(), rid.clone());
+        let tx = self.on_row(name, move |row, cx| {
+            steal::steal(row, cx, &n, &o, ttl_us, &r).granted
+        });
+        let mut guard = CancelGuard::new(self, name, rid);
+        let (store, name, owner) = (self.clone(), name.to_owned(), owner.to_owned());
+        BoxedFuture::new(async move {
+            let granted = tx.await;
+            guard.disarm();
+            let g = granted?;
+            Ok(IdbLock::new(store, name, owner, g.token, g.deadline, ttl))
+        })
+    }
+
     /// Test builds only (feature `test-clock`): moves this database's clock forward by `by`
     /// for every context that shares it, and wakes every sleeper of every context so that
     /// each re-checks at the new time.
@@ -279,7 +258,7 @@ impl IdbLocks {
     #[cfg(feature = "test-clock")]
     pub fn advance_test_clock(&self, by: Duration) -> IdbFuture<'static, ()> {
         let by = micros(by);
-        let tx = self.inner.db.transact(Scope::Meta, move |_, cx| {
+        let tx = self.inner.db.transact(sys::Scope::Meta, move |_, cx| {
             cx.meta.offset = cx.meta.offset.saturating_add(by);
         });
         let store = self.clone();

@@ -74,6 +74,14 @@ impl Db {
 
     pub(crate) fn watch_contexts(&self, _ids: &[String]) {}
 
+    pub(crate) fn wake_ids(&self, _ids: &[String]) {}
+
+    pub(crate) fn note_refresh(&self, _name: &str, _at: u64) {}
+
+    pub(crate) fn refreshed(&self, _name: &str) -> u64 {
+        0
+    }
+
     pub(crate) fn context_id(&self) -> String {
         String::new()
     }

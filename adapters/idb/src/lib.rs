@@ -26,10 +26,17 @@
 //! - **Waiting** is FIFO across contexts with direct hand-off: each name's row keeps a queue
 //!   of tickets; a release writes the lease straight to the first live ticket and wakes its
 //!   context over a `BroadcastChannel`; `try_lock` cannot barge. Every ticket has a
-//!   heartbeat, and is dropped from the row by its next write once it missed three. The
+//!   heartbeat (one step per heartbeat for all of a context's waiters on a name), and is
+//!   dropped from the row by its next write once it missed three. The
 //!   first waiter also sleeps to the holder's deadline, so a holder that stopped without
 //!   dying (frozen, busy) costs its ttl, not more. A name's queue holds at most 256 tickets.
-//!   See [`IdbAcquire`].
+//!   See [`IdbAcquire`]. [`IdbLocks::query`] lists the waiters of every name in the order
+//!   they were queued.
+//! - **Steal**: [`IdbLocks::steal`] ends the holder's lease and grants the name in one
+//!   transaction, ahead of the queue: nobody gets it in between.
+//! - **One transaction at a time per context**: a context sends its next transaction when
+//!   the one before ended, so the `io_timeout` counts the wait behind other contexts only,
+//!   and a burst of calls does not time out behind its own transactions.
 //! - **A dead context frees its locks at once**, as with Web Locks: every context holds a
 //!   presence Web Lock (`alkstore:ctx:<database>:<id>`) for its life and records its id in
 //!   its leases and tickets; the browser drops the lock when the context dies (closed,
@@ -136,6 +143,7 @@ mod config;
 mod contract;
 mod keep;
 mod lock;
+mod snapshot;
 mod store;
 mod sys;
 mod tx;

@@ -12,7 +12,7 @@
 //! `LockError` class and adds the Web Locks rules (argument checks, `DOMException`s,
 //! `AbortSignal`s).
 //!
-//! - `RawLocks`: an `IdbLocks` (`open`, `tryLock`, `acquire`, `holder`, `snapshot`,
+//! - `RawLocks`: an `IdbLocks` (`open`, `tryLock`, `acquire`, `steal`, `holder`, `query`,
 //!   `forceRelease`).
 //! - `RawPending`: a waiting `acquire` driven in the background; `cancel()` drops its future
 //!   (its ticket leaves the queue, a lease already handed to it goes on).

@@ -108,10 +108,10 @@ impl RawLocks {
         })
     }
 
-    /// `snapshot`: `{ held: [{ name, owner, token, deadline }], waiting: [{ name, owner }] }`,
-    /// by name, each name's waiters in queue order.
-    pub fn snapshot(&self) -> Promise {
-        let fut = self.0.snapshot();
+    /// `query`: `{ held: [{ name, owner, token, deadline }], waiting: [{ name, owner }] }`,
+    /// held in grant order, waiting in request order (see [`IdbLocks::query`]).
+    pub fn query(&self) -> Promise {
+        let fut = self.0.query();
         future_to_promise(async move {
             let snapshot = fut.await.map_err(err)?;
             let held = Array::new();
@@ -130,6 +130,15 @@ impl RawLocks {
             set(&obj, "waiting", waiting.into());
             Ok(obj.into())
         })
+    }
+
+    /// `steal`: takes `name` whoever holds it, in one transaction (its holder is told, the
+    /// queue is served after): a promise of a `RawLease`. The transaction is sent before this
+    /// returns.
+    pub fn steal(&self, name: &str, owner: &str, ttl_ms: f64) -> Promise {
+        let fut = self.0.steal(name, owner, ms(ttl_ms));
+        let io = self.0.config().io_timeout();
+        future_to_promise(async move { lease_or_null(Some(fut.await.map_err(err)?), io) })
     }
 
     /// `force_release`: the lease it ended as `{ name, owner, token, deadline }`, or `null`.
@@ -154,9 +163,6 @@ type Slot = Rc<RefCell<Option<Local<Result<JsValue, JsValue>>>>>;
 pub struct RawPending {
     fut: Slot,
     waker: Rc<Cell<Option<Waker>>>,
-    /// How many times the future was polled: a grant at the first step (the name was free)
-    /// resolves at the second poll, when its one transaction completes.
-    polls: Rc<Cell<u32>>,
     done: Promise,
 }
 
@@ -164,7 +170,6 @@ impl core::fmt::Debug for RawPending {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RawPending")
             .field("running", &self.fut.borrow().is_some())
-            .field("polls", &self.polls.get())
             .finish_non_exhaustive()
     }
 }
@@ -173,7 +178,6 @@ impl RawPending {
     fn drive(fut: Local<Result<JsValue, JsValue>>) -> RawPending {
         let fut: Slot = Rc::new(RefCell::new(Some(fut)));
         let waker: Rc<Cell<Option<Waker>>> = Rc::default();
-        let polls: Rc<Cell<u32>> = Rc::new(Cell::new(1));
         // The first poll now: it sends the first transaction.
         let first = {
             let mut slot = fut.borrow_mut();
@@ -186,7 +190,7 @@ impl RawPending {
                 _ => None,
             }
         };
-        let (f2, w2, p2) = (Rc::clone(&fut), Rc::clone(&waker), Rc::clone(&polls));
+        let (f2, w2) = (Rc::clone(&fut), Rc::clone(&waker));
         let done = future_to_promise(async move {
             if let Some(out) = first {
                 return out;
@@ -197,7 +201,6 @@ impl RawPending {
                 match slot.as_mut() {
                     None => Poll::Ready(Ok(JsValue::UNDEFINED)),
                     Some(f) => {
-                        p2.set(p2.get().saturating_add(1));
                         let out = f.as_mut().poll(cx);
                         if out.is_ready() {
                             *slot = None;
@@ -208,12 +211,7 @@ impl RawPending {
             })
             .await
         });
-        RawPending {
-            fut,
-            waker,
-            polls,
-            done,
-        }
+        RawPending { fut, waker, done }
     }
 }
 
@@ -224,14 +222,6 @@ impl RawPending {
     #[wasm_bindgen(getter)]
     pub fn done(&self) -> Promise {
         self.done.clone()
-    }
-
-    /// Whether the request may have waited: its future needed more than the two polls of a
-    /// grant in its first transaction (a lease handed over from a queue takes more). A
-    /// conservative hint: `true` also when the connection had to be opened again.
-    #[wasm_bindgen(getter)]
-    pub fn waited(&self) -> bool {
-        self.polls.get() > 2
     }
 
     /// Drops the waiting future now (its ticket leaves the queue; a lease already handed to

@@ -105,6 +105,9 @@ impl WeakChannel {
 struct Inner {
     channel: Option<BroadcastChannel>,
     sleepers: Rc<RefCell<Sleepers>>,
+    /// Per name: when a waiter of this store last stepped (or set out to) on it, refreshing
+    /// every ticket of this context there (engine µs).
+    refreshed: RefCell<std::collections::HashMap<String, u64>>,
     _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
 }
 
@@ -139,6 +142,7 @@ impl Channel {
         Channel(Rc::new(Inner {
             channel,
             sleepers,
+            refreshed: RefCell::default(),
             _on_message: on_message,
         }))
     }
@@ -168,6 +172,30 @@ impl Channel {
     /// database may have been deleted, so every holder and waiter looks again).
     pub(crate) fn wake_local(&self) {
         self.0.sleepers.borrow().wake_all();
+    }
+
+    /// Wakes this context's waiters `ids` (news a sibling's step found for them).
+    pub(crate) fn wake_ids(&self, ids: &[String]) {
+        let sleepers = self.0.sleepers.borrow();
+        for id in ids {
+            sleepers.dispatch(&format!("w:{id}"));
+        }
+    }
+
+    /// Notes that a waiter steps on `name` at `at` (µs): its siblings may skip a heartbeat.
+    /// Entries older than a minute go once there are many names.
+    pub(crate) fn note_refresh(&self, name: &str, at: u64) {
+        let mut map = self.0.refreshed.borrow_mut();
+        if map.len() >= 256 && !map.contains_key(name) {
+            map.retain(|_, t| t.saturating_add(60_000_000) > at);
+        }
+        let entry = map.entry(name.to_owned()).or_insert(0);
+        *entry = (*entry).max(at);
+    }
+
+    /// When a waiter of this store last stepped on `name` (µs; 0: never).
+    pub(crate) fn refreshed(&self, name: &str) -> u64 {
+        self.0.refreshed.borrow().get(name).copied().unwrap_or(0)
     }
 
     /// Wakes every sleeper of every context.

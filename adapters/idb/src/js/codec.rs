@@ -72,6 +72,14 @@ fn opt_string(obj: &JsValue, key: &'static str) -> Result<String, String> {
     string(obj, key)
 }
 
+/// An optional number field: missing (a row written before it existed) reads as 0.
+fn opt_number(obj: &JsValue, key: &'static str) -> Result<u64, String> {
+    if get(obj, key).is_undefined() {
+        return Ok(0);
+    }
+    number(obj, key)
+}
+
 fn boolean(obj: &JsValue, key: &'static str) -> Result<bool, String> {
     get(obj, key)
         .as_bool()
@@ -99,6 +107,7 @@ pub(crate) fn decode_row(value: &JsValue) -> Result<Row, String> {
             claimed: boolean(&lease, "claimed")?,
             pickup_by: number(&lease, "pickupBy")?,
             ctx: opt_string(&lease, "ctx")?,
+            seq: opt_number(&lease, "seq")?,
         })
     };
     let queue = get(value, "queue");
@@ -120,6 +129,7 @@ pub(crate) fn decode_row(value: &JsValue) -> Result<Row, String> {
             wait_until: number(&t, "waitUntil")?,
             heartbeat_until: number(&t, "heartbeatUntil")?,
             ctx: opt_string(&t, "ctx")?,
+            seq: opt_number(&t, "seq")?,
         });
     }
     Ok(Row {
@@ -144,6 +154,9 @@ pub(crate) fn encode_row(name: &str, row: &Row) -> JsValue {
         if !l.ctx.is_empty() {
             set(&lease, "ctx", &JsValue::from_str(&l.ctx));
         }
+        if l.seq != 0 {
+            set(&lease, "seq", &num(l.seq));
+        }
         set(&obj, "lease", &lease);
     }
     let queue = Array::new();
@@ -156,6 +169,9 @@ pub(crate) fn encode_row(name: &str, row: &Row) -> JsValue {
         set(&ticket, "heartbeatUntil", &num(t.heartbeat_until));
         if !t.ctx.is_empty() {
             set(&ticket, "ctx", &JsValue::from_str(&t.ctx));
+        }
+        if t.seq != 0 {
+            set(&ticket, "seq", &num(t.seq));
         }
         queue.push(&ticket);
     }

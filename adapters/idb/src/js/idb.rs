@@ -3,6 +3,9 @@
 //! whose body ([`crate::tx::ops`]) runs synchronously in the success handler of its reads
 //! (see `txn.rs`).
 
+//!
+//! Its transactions run one at a time, in call order: see `pipeline.rs`.
+
 use core::cell::{Cell, RefCell};
 use core::time::Duration;
 use std::rc::{Rc, Weak};
@@ -18,9 +21,10 @@ use super::channel::Channel;
 use super::clock::EngineClock;
 use super::codec;
 use super::open::open_db;
+use super::pipeline::Lane;
 use super::presence::{self, Presence};
 use super::slot::Slot;
-use super::txn::{self, Job, TxEnv, TxFuture};
+use super::txn::{self, Job, Pipeline, TxEnv};
 use super::watchdog::{Watchdog, Watched};
 use crate::sys::{Answer, Scope, TxError};
 use crate::unavailable;
@@ -37,11 +41,14 @@ pub(crate) struct Database {
     pub(crate) clock: Rc<EngineClock>,
     /// This context's presence Web Lock for the database, and the contexts known dead.
     pub(crate) presence: Rc<Presence>,
-    db: RefCell<Option<IdbDatabase>>,
+    pub(super) db: RefCell<Option<IdbDatabase>>,
     /// Transactions made while the connection is being opened again, in call order: they
     /// are sent, in that order, as soon as it is open (whether or not anyone polls them).
     waiting: RefCell<Vec<Deferred>>,
     reopening: Cell<bool>,
+    /// This context's one transaction at a time on the database (see `pipeline.rs`), shared
+    /// with every other store of the same database in this context.
+    pub(super) lane: Rc<Lane>,
     /// How many connections the browser closed under this store: a lease granted before
     /// may have gone with a deleted database.
     generation: Cell<u64>,
@@ -78,6 +85,7 @@ impl Database {
             db: RefCell::new(None),
             waiting: RefCell::new(Vec::new()),
             reopening: Cell::new(false),
+            lane: Lane::of(name),
             generation: Cell::new(0),
             watchdog: Watchdog::new(),
             stores: Array::of2(&JsValue::from_str(LOCKS), &JsValue::from_str(META)),
@@ -110,6 +118,7 @@ impl Database {
                 .and_then(|p| p.as_bool())
                 .unwrap_or(false);
             if let (false, Some(this)) = (persisted, weak.upgrade()) {
+                this.lane.unload();
                 this.watchdog.abandon_all();
             }
         });
@@ -154,22 +163,8 @@ impl Database {
         self.generation.get()
     }
 
-    /// Runs `job` in one `readwrite` transaction over the rows of its scope. The transaction
-    /// is created now (or, while the connection is being opened again, as soon as it is
-    /// open), so transactions run in the order of these calls, polled or not; the returned
-    /// future only waits for the answer.
-    pub(crate) fn transact<R: 'static>(self: &Rc<Self>, job: Job<R>) -> TxFuture<R> {
-        let slot = Slot::new();
-        let db = self.db.borrow().clone();
-        match db {
-            Some(db) => self.start(&db, job, Rc::clone(&slot)),
-            None => self.defer(job, Rc::clone(&slot)),
-        }
-        TxFuture(slot)
-    }
-
     /// Creates the transaction on `db`, sends its reads and wires its handler.
-    fn start<R: 'static>(
+    pub(super) fn start<R: 'static>(
         self: &Rc<Self>,
         db: &IdbDatabase,
         job: Job<R>,
@@ -178,7 +173,9 @@ impl Database {
         match self.send_reads(db, &job.scope) {
             Ok((tx, requests)) => {
                 let io = self.io_timeout;
+                let pipeline: Rc<dyn Pipeline> = Rc::clone(&self.lane) as Rc<dyn Pipeline>;
                 let env = TxEnv {
+                    pipeline,
                     channel: &self.channel,
                     clock: &self.clock,
                     presence: &self.presence,
@@ -194,21 +191,27 @@ impl Database {
                 self.closed();
                 self.defer(job, slot);
             }
-            Err(e) => slot.fill(Err(TxError::failed(unavailable(format!(
-                "IndexedDB transaction refused: {}",
-                describe(&e)
-            ))))),
+            Err(e) => {
+                slot.fill(Err(TxError::failed(unavailable(format!(
+                    "IndexedDB transaction refused: {}",
+                    describe(&e)
+                )))));
+                self.lane.ended();
+            }
         }
     }
 
     /// Queues `job` until the connection is open again, opening it if nobody is yet. The
     /// open runs on its own (`spawn_local`), so a release sent by a `Drop` still goes out.
-    fn defer<R: 'static>(self: &Rc<Self>, job: Job<R>, slot: Rc<Slot<Answer<R>>>) {
+    pub(super) fn defer<R: 'static>(self: &Rc<Self>, job: Job<R>, slot: Rc<Slot<Answer<R>>>) {
         self.waiting
             .borrow_mut()
             .push(Box::new(move |this, db| match db {
                 Ok(db) => this.start(db, job, slot),
-                Err(e) => slot.fill(Err(e.clone())),
+                Err(e) => {
+                    slot.fill(Err(e.clone()));
+                    this.lane.ended();
+                }
             }));
         if self.reopening.replace(true) {
             return;
@@ -226,6 +229,8 @@ impl Database {
                     }
                 }
                 Err(e) => {
+                    // It cannot be opened now: what waits behind fails too.
+                    this.lane.fail_backlog(&e);
                     for job in waiting {
                         job(&this, Err(&e));
                     }

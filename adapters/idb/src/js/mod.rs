@@ -7,6 +7,7 @@ mod clock;
 mod codec;
 mod idb;
 mod open;
+mod pipeline;
 mod presence;
 mod slot;
 mod txn;
@@ -73,6 +74,21 @@ impl Db {
     /// Registers a sleeper for wake-ups naming `id`, the lock `name` or the lease `token`.
     pub(crate) fn register(&self, id: &str, name: &str, token: Option<u64>) -> Registration {
         self.0.channel.register(id, name, token)
+    }
+
+    /// Wakes this context's waiters `ids` (see `ops::news`).
+    pub(crate) fn wake_ids(&self, ids: &[String]) {
+        self.0.channel.wake_ids(ids);
+    }
+
+    /// Notes that a waiter steps on `name` now (`at`, µs), refreshing its siblings' tickets.
+    pub(crate) fn note_refresh(&self, name: &str, at: u64) {
+        self.0.channel.note_refresh(name, at);
+    }
+
+    /// When a waiter of this store last stepped on `name` (µs; 0: never).
+    pub(crate) fn refreshed(&self, name: &str) -> u64 {
+        self.0.channel.refreshed(name)
     }
 
     /// Wakes every sleeper of every context.

@@ -44,9 +44,21 @@ struct Sent<R> {
 /// what to run on the answer.
 type Decided<R> = (R, Reading, Vec<Notice>, Option<OnCommit<R>>);
 
+/// What a transaction tells the database it runs on as it ends: this context runs one
+/// transaction at a time (see `idb.rs`), so the next one may start.
+pub(crate) trait Pipeline {
+    /// The transaction ended (committed or aborted): start the next one.
+    fn finished(&self);
+    /// The transaction ran out of its `io_timeout` (the database is stalled): the ones
+    /// queued behind it in this context fail with the same error rather than wait too.
+    fn timed_out(&self, error: &TxError);
+}
+
 /// One transaction's state, shared by its handler, its future and the watchdog.
 pub(crate) struct TxState<R> {
     slot: Rc<Slot<Answer<R>>>,
+    /// Told when the transaction ends; holds the database open until then.
+    pipeline: Rc<dyn Pipeline>,
     tx: IdbTransaction,
     io: Duration,
     clock: Rc<EngineClock>,
@@ -70,11 +82,13 @@ impl<R> Watched for TxState<R> {
         // Aborting a transaction that has not committed guarantees it changed nothing; one
         // that is already committing cannot be aborted, and its answer is about to come.
         if !self.finished.get() && self.tx.abort().is_ok() {
-            self.slot.fill(Err(TxError::timed_out(unavailable(format!(
+            let error = TxError::timed_out(unavailable(format!(
                 "IndexedDB did not finish a transaction within {:?} (another context of this \
                  origin may be stalled inside one)",
                 self.io
-            )))));
+            )));
+            self.pipeline.timed_out(&error);
+            self.slot.fill(Err(error));
         }
     }
 
@@ -90,6 +104,7 @@ impl<R> Watched for TxState<R> {
 /// What a transaction takes from its database: the channel its notices go out on, the
 /// clock it reads and records, the presence it checks, and its `io_timeout`.
 pub(crate) struct TxEnv<'a> {
+    pub(crate) pipeline: Rc<dyn Pipeline>,
     pub(crate) channel: &'a Channel,
     pub(crate) clock: &'a Rc<EngineClock>,
     pub(crate) presence: &'a Rc<Presence>,
@@ -105,6 +120,7 @@ pub(crate) fn run<R: 'static>(
     env: TxEnv<'_>,
 ) -> Rc<TxState<R>> {
     let TxEnv {
+        pipeline,
         channel,
         clock,
         presence,
@@ -113,6 +129,7 @@ pub(crate) fn run<R: 'static>(
     let last = requests.last().cloned();
     let state = Rc::new(TxState {
         slot,
+        pipeline,
         tx: tx.clone(),
         io,
         clock: Rc::clone(clock),
@@ -170,6 +187,7 @@ fn on_event<R>(state: &TxState<R>, channel: &Channel, kind: &str) {
             }
             // Dropped while it runs: wasm-bindgen frees it when this call returns.
             state.handler.borrow_mut().take();
+            state.pipeline.finished();
         }
         "abort" => {
             state.finished.set(true);
@@ -182,6 +200,7 @@ fn on_event<R>(state: &TxState<R>, channel: &Channel, kind: &str) {
             });
             state.slot.fill(Err(TxError::failed(err)));
             state.handler.borrow_mut().take();
+            state.pipeline.finished();
         }
         _ => {}
     }

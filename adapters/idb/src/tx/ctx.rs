@@ -165,6 +165,13 @@ impl<'m> Ctx<'m> {
         token
     }
 
+    /// The next number of the request order, for a ticket joining a queue: from the token
+    /// counter, so tokens and tickets never share a number (a refusal at the ceiling, as
+    /// [`next_token`](Self::next_token)).
+    pub(crate) fn next_seq(&mut self) -> u64 {
+        self.next_token()
+    }
+
     /// `now + us`, capped to what a row can hold.
     pub(crate) fn after(&self, us: u64) -> u64 {
         self.now.saturating_add(us).min(MAX_EXACT)

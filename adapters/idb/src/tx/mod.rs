@@ -2,10 +2,12 @@
 //!
 //! # Schema (any database version that has these two stores)
 //! - Object store `locks`, key path `name`: one row per name with a lease or waiters,
-//!   `{ name, lease?: { owner, token, deadline, ttl, grantee, claimed, pickupBy },
-//!   queue: [{ id, owner, ttl, waitUntil, heartbeatUntil }] }`. A row with neither is deleted.
+//!   `{ name, lease?: { owner, token, deadline, ttl, grantee, claimed, pickupBy, ctx?, seq? },
+//!   queue: [{ id, owner, ttl, waitUntil, heartbeatUntil, ctx?, seq? }] }`. A row with neither
+//!   is deleted. `ctx` (the writer's context id) and `seq` (a ticket's place in the request
+//!   order) are left out when empty or 0, and read as such when missing (older rows).
 //! - Object store `meta`, key path `key`, one row: `{ key: "clock", token, floor, offset? }`:
-//!   the token counter (the last fencing token granted) and the clock floor (the latest time
+//!   the counter (the last fencing token or ticket number handed out) and the clock floor (the latest time
 //!   any transaction decided at; no transaction decides earlier), and in test builds the test
 //!   clock's offset. They share one row on purpose: every transaction reads the floor and
 //!   most write it, and in Chromium each extra request costs about as much as a tenth of a
@@ -24,8 +26,10 @@
 //! that stalled inside a transaction would stall every context of the origin.
 
 pub(crate) mod ctx;
+pub(crate) mod look;
 pub(crate) mod ops;
 pub(crate) mod row;
+pub(crate) mod steal;
 
 #[cfg(test)]
 mod tests;

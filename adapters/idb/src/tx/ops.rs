@@ -17,11 +17,22 @@
 //!   handed-off lease is written for that waiter, unclaimed, and the waiter is woken over the
 //!   BroadcastChannel after the transaction commits. A renewal drops dead tickets too, so a
 //!   name held for long never carries the tickets of contexts that went away.
+//! - **A context's waiters share their heartbeats**: a step refreshes every ticket of its
+//!   context in the row, so a context with many waiters on one name needs one step per
+//!   heartbeat, not one per waiter. A ticket whose waiter went away without withdrawing it
+//!   (its withdrawal failed) lives while its context has other waiters there; handed the
+//!   name, it lapses at its pickup time and passes on.
 //! - **No barging**: a name is granted directly (try_lock, or an arriving acquire) only when,
 //!   after settling, it has no lease; then its queue is empty too.
 //! - **FIFO**: tickets join the back of the queue; hand-offs take the front. A waiter whose
 //!   ticket was dropped (it looked dead) joins the back again when it comes back. A queue
 //!   holds at most [`MAX_QUEUE`] tickets: a waiter arriving at a full one is refused.
+//! - **Request order**: a ticket takes a number from the token counter when it joins a queue
+//!   ([`Ticket::seq`](super::row::Ticket::seq)), so the tickets of every name sort in the
+//!   order their requests were queued, in the order IndexedDB ran those transactions (within
+//!   one context, the order the calls were made). A hand-off keeps its ticket's number.
+//! - **Steal** ([`steal`](super::steal::steal)) ends the live lease (its holder told), and
+//!   grants the name to the thief in the same transaction, ahead of the queue.
 //! - **Tokens** are `max(last + 1, now)`: strictly increasing in the database, and still
 //!   increasing after the database was deleted (site data cleared, storage evicted) as long as
 //!   the clock did not step back by more than the time since. They are never repeated: a
@@ -42,6 +53,7 @@
 
 #[cfg_attr(not(target_arch = "wasm32"), allow(unused_imports))]
 pub(crate) use super::ctx::{Clocks, Ctx, Notice};
+pub(crate) use super::look::{ahead, contexts, news, waiting};
 use super::row::{Lease, MAX_QUEUE, Row, Ticket};
 
 /// A granted lease, as a reply.
@@ -52,7 +64,7 @@ pub(crate) struct Granted {
 }
 
 /// Writes a new lease on `row` and returns it.
-fn grant(
+pub(crate) fn grant(
     row: &mut Row,
     cx: &mut Ctx<'_>,
     owner: &str,
@@ -72,6 +84,7 @@ fn grant(
         claimed: pickup_by.is_none(),
         pickup_by: pickup_by.unwrap_or(0),
         ctx: ctx.into(),
+        seq: 0,
     });
     Granted { token, deadline }
 }
@@ -91,6 +104,9 @@ fn hand_off(row: &mut Row, cx: &mut Ctx<'_>) {
                 Some(ticket.heartbeat_until),
                 &ticket.ctx,
             );
+            if let Some(lease) = &mut row.lease {
+                lease.seq = ticket.seq;
+            }
             cx.notices.push(Notice::Waiter(ticket.id));
             return;
         }
@@ -118,7 +134,7 @@ pub(crate) fn settle(row: &mut Row, cx: &mut Ctx<'_>) -> bool {
 /// Drops every ticket that can no longer be served (its context stopped refreshing it, or
 /// its wait is over), wherever it is in the queue; wakes the new head if the head went while
 /// a lease holds the name (it should sleep to the holder's deadline).
-fn prune(row: &mut Row, cx: &mut Ctx<'_>) {
+pub(crate) fn prune(row: &mut Row, cx: &mut Ctx<'_>) {
     if row.queue.iter().all(|t| cx.servable(t)) {
         return;
     }
@@ -210,6 +226,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         if row.queue[pos].ctx != cx.me {
             row.queue[pos].ctx = cx.me.into();
         }
+        refresh_mine(row, cx, s.heartbeat);
         let head_deadline = (pos == 0).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
         return Stepped::Queued { head_deadline };
     }
@@ -227,6 +244,7 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         ));
         return Stepped::Over;
     }
+    let seq = cx.next_seq();
     row.queue.push(Ticket {
         id: s.id.into(),
         owner: s.owner.into(),
@@ -234,10 +252,25 @@ pub(crate) fn step(row: &mut Row, cx: &mut Ctx<'_>, s: &Step<'_>) -> Stepped {
         wait_until,
         heartbeat_until: cx.raw.saturating_add(s.heartbeat),
         ctx: cx.me.into(),
+        seq,
     });
+    refresh_mine(row, cx, s.heartbeat);
     let head_deadline =
         (row.queue.len() == 1).then(|| row.lease.as_ref().map_or(0, |l| l.deadline));
     Stepped::Queued { head_deadline }
+}
+
+/// Refreshes the heartbeat of every ticket of this context in the row (not of an unknown
+/// one): one step shows all of this context's waiters on the name alive, so they need not
+/// each step every heartbeat (see `acquire.rs`). Never shortens one.
+fn refresh_mine(row: &mut Row, cx: &Ctx<'_>, heartbeat: u64) {
+    if cx.me.is_empty() {
+        return;
+    }
+    let until = cx.raw.saturating_add(heartbeat);
+    for t in row.queue.iter_mut().filter(|t| t.ctx == cx.me) {
+        t.heartbeat_until = t.heartbeat_until.max(until);
+    }
 }
 
 /// A waiting `acquire` (or a `try_lock`) that will never pick up its answer: its ticket
@@ -319,37 +352,4 @@ pub(crate) fn force_release(row: &mut Row, cx: &mut Ctx<'_>, name: &str) -> Opti
     cx.notices.push(Notice::Ended(name.into()));
     hand_off(row, cx);
     ended
-}
-
-/// The live waiters of a settled row, in the order they will be served.
-pub(crate) fn waiting<'r>(row: &'r Row, cx: &'r Ctx<'_>) -> impl Iterator<Item = &'r Ticket> + 'r {
-    row.queue.iter().filter(move |t| cx.servable(t))
-}
-
-/// The contexts that stand before waiter `id` on a settled row: the lease's (holder or
-/// grantee) and those of the tickets ahead of it, each once, without this context's or any
-/// known dead or unknown (empty). When one of them dies the waiter should look again: it may
-/// be next, or the lease free.
-pub(crate) fn ahead(row: &Row, cx: &Ctx<'_>, id: &str) -> Vec<String> {
-    let mut ids: Vec<String> = Vec::new();
-    let lease = row.lease.iter().map(|l| l.ctx.as_str());
-    let tickets = row
-        .queue
-        .iter()
-        .take_while(|t| t.id != id)
-        .map(|t| t.ctx.as_str());
-    for ctx in lease.chain(tickets) {
-        if !ctx.is_empty() && ctx != cx.me && !cx.is_dead(ctx) && !ids.iter().any(|c| c == ctx) {
-            ids.push(ctx.into());
-        }
-    }
-    ids
-}
-
-/// Every context id a row records (its lease's and its tickets'), for a liveness check.
-pub(crate) fn contexts<'r>(row: &'r Row) -> impl Iterator<Item = &'r str> + 'r {
-    let lease = row.lease.iter().map(|l| l.ctx.as_str());
-    lease
-        .chain(row.queue.iter().map(|t| t.ctx.as_str()))
-        .filter(|c| !c.is_empty())
 }

@@ -46,6 +46,9 @@ pub(crate) struct Lease {
     /// lease is over whatever its deadline. Empty: no liveness known (a context without Web
     /// Locks, or a row written before this field existed); the deadline alone rules.
     pub(crate) ctx: String,
+    /// For a hand-off not picked up: its ticket's [`Ticket::seq`], so that a steal that
+    /// puts the waiter back in line keeps its place in the request order (0 otherwise).
+    pub(crate) seq: u64,
 }
 
 impl Lease {
@@ -77,6 +80,10 @@ pub(crate) struct Ticket {
     /// The id of the waiting context (see [`Lease::ctx`]): a dead context's ticket is skipped
     /// at once, without waiting for its heartbeat to run out. Empty: the heartbeat alone rules.
     pub(crate) ctx: String,
+    /// When the request joined a queue, as a number from the database's counter (the one
+    /// fencing tokens come from): tickets of every name sort by it in the order their
+    /// requests were first queued. 0 in a row written before this field existed.
+    pub(crate) seq: u64,
 }
 
 impl Ticket {
@@ -113,10 +120,11 @@ impl Row {
 }
 
 /// The database-wide `clock` row: the token counter and the clock floor (and, in test builds,
-/// the test clock's offset).
+/// the test clock's offset). The counter numbers grants (fencing tokens) and queued requests
+/// ([`Ticket::seq`]) alike, so both strictly increase.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Meta {
-    /// The last fencing token granted.
+    /// The last number handed out: a fencing token or a ticket's `seq`.
     pub(crate) token: u64,
     /// The latest engine time any transaction decided at: no transaction decides earlier.
     pub(crate) floor: u64,

@@ -1,7 +1,8 @@
 // What only this engine has, run in a window (engine_window.rs) and in a dedicated worker
 // (engine_worker.rs): IndexedDB missing, forbidden, stuck or holding rows it did not write;
 // the database deleted under a store; two stores of one context sharing locks over the
-// BroadcastChannel; `holder` reporting exactly the handle's lease; keep-alive's refusal.
+// BroadcastChannel; `holder` reporting exactly the handle's lease; keep-alive's refusal;
+// `steal` in one transaction; `query` listing waiters in request order.
 
 use core::future::Future;
 use core::task::{Context, Poll, Waker};
@@ -279,4 +280,61 @@ export async function presenceHeld(name) {
 extern "C" {
     #[wasm_bindgen(js_name = presenceHeld)]
     async fn presence_held(name: &str) -> JsValue;
+}
+
+#[wasm_bindgen_test]
+async fn steal_takes_the_name_in_one_transaction_ahead_of_the_queue_and_the_holder_learns() {
+    let name = fresh_name("steal");
+    let a = IdbLocks::open(&name).await.unwrap();
+    let b = IdbLocks::open(&name).await.unwrap();
+    let held = a.try_lock("job", "a", Duration::from_secs(30)).await.unwrap().unwrap();
+    let waiter = b.acquire("job", "w", Duration::from_secs(30)).timeout(Duration::from_secs(10));
+    let steal = async {
+        alkstore_mem_conformance::browser_sleep(200).await;
+        let thief = b.steal("job", "thief", Duration::from_secs(30)).await.unwrap();
+        assert!(thief.token() > held.token());
+        assert_eq!(a.holder("job").await.unwrap().map(|l| l.owner().to_owned()).as_deref(), Some("thief"));
+        assert!(!held.is_held().await.unwrap(), "the holder's lease ended");
+        alkstore_mem_conformance::browser_sleep(100).await;
+        let token = thief.token();
+        assert!(thief.release().await.unwrap());
+        assert!(!held.release().await.unwrap(), "the old holder frees nothing");
+        token
+    };
+    let (got, thief_token) = futures_lite::future::zip(waiter, steal).await;
+    let got = got.unwrap().expect("the waiter is served after the thief");
+    assert_eq!(got.owner(), "w");
+    assert!(got.token() > thief_token);
+}
+
+#[wasm_bindgen_test]
+async fn query_lists_waiters_in_request_order_and_snapshot_by_name() {
+    let name = fresh_name("order");
+    let a = IdbLocks::open(&name).await.unwrap();
+    let b = IdbLocks::open(&name).await.unwrap();
+    let ttl = Duration::from_secs(30);
+    let mut held = Vec::new();
+    for n in ["a", "b", "c"] {
+        held.push(a.try_lock(n, "h", ttl).await.unwrap().unwrap());
+    }
+    // Made in this order, from two stores: each first poll sends its first transaction.
+    let made = [(&b, "b"), (&a, "a"), (&b, "c"), (&b, "a"), (&a, "b")];
+    let mut waits = Vec::new();
+    for (i, (store, n)) in made.iter().enumerate() {
+        let mut fut = Box::pin(store.acquire(n, &format!("w{i}"), ttl));
+        assert!(futures_lite::future::poll_once(&mut fut).await.is_none());
+        waits.push(fut);
+    }
+    alkstore_mem_conformance::browser_sleep(300).await;
+    let q = a.query().await.unwrap();
+    let order: Vec<_> = q.waiting.iter().map(|w| (w.name(), w.owner())).collect();
+    assert_eq!(order, [("b", "w0"), ("a", "w1"), ("c", "w2"), ("a", "w3"), ("b", "w4")]);
+    let by_name: Vec<_> = b.snapshot().await.unwrap().waiting.iter().map(|w| w.owner().to_owned()).collect();
+    assert_eq!(by_name, ["w1", "w3", "w0", "w4", "w2"]);
+    let held_order: Vec<_> = q.held.iter().map(|l| l.token()).collect();
+    assert!(held_order.windows(2).all(|w| w[0] < w[1]), "held in grant order");
+    drop(waits);
+    for lock in held {
+        lock.release().await.unwrap();
+    }
 }

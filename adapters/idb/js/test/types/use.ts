@@ -28,4 +28,25 @@ async function main(): Promise<void> {
   console.log(n, s, b, tokens, fine, fence.highest, contextId, locks.clientId);
   await init();
 }
+
+// Misuse the types refuse, as the code refuses it at run time (each line must not compile).
+async function misuse(locks: AlkLocks): Promise<void> {
+  // @ts-expect-error mode is 'exclusive' or 'shared'
+  await locks.request('a', { mode: 'read' }, () => 0);
+  // @ts-expect-error with ifAvailable the callback may get null
+  await locks.request('a', { ifAvailable: true }, (lock: Lock) => lock.name);
+  // @ts-expect-error a callback is required
+  await locks.request('a');
+  // @ts-expect-error the constructor is private: AlkLocks.open
+  new AlkLocks();
+  // @ts-expect-error a Lock is made by request()
+  new Lock();
+  const lease = await locks.tryLock('a');
+  // @ts-expect-error the token is read-only
+  if (lease) lease.token = 1;
+  // @ts-expect-error ttl is a number of ms
+  await locks.tryLock('a', { ttl: '1000' });
+  console.log(new LockError('ExpiredError', 'lost', { token: 1 }).token);
+}
 main();
+void misuse;

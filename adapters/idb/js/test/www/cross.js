@@ -175,3 +175,67 @@ export async function configure({ ioTimeout }) {
   globalThis.alkIoTimeout = ioTimeout;
   return true;
 }
+
+/** Requests `name` with ifAvailable in a loop until `stopHammer`: every grant's token. */
+export async function hammer({ db, name }) {
+  const locks = await open(db);
+  const state = { stop: false, grants: [], busy: 0 };
+  inFlight.set(`hammer:${name}`, state);
+  state.done = (async () => {
+    while (!state.stop) {
+      await locks.request(name, { ifAvailable: true }, async (lock) => {
+        if (lock === null) {
+          state.busy++;
+          return;
+        }
+        state.grants.push({ token: lock.token, tGot: now() });
+        await sleep(2);
+      });
+    }
+  })();
+  return true;
+}
+
+/** Stops `hammer`: { grants: [{ token, tGot }], busy }. */
+export async function stopHammer({ name }) {
+  const state = inFlight.get(`hammer:${name}`);
+  state.stop = true;
+  await state.done;
+  return { grants: state.grants, busy: state.busy };
+}
+
+/** Steals `name` and holds it `holdMs`: { token, tGot, tRel }. */
+export async function stealHold({ db, name, holdMs }) {
+  const locks = await open(db);
+  return locks.request(name, { steal: true }, async (lock) => {
+    const tGot = now();
+    await sleep(holdMs);
+    return { token: lock.token, tGot, tRel: now() };
+  });
+}
+
+/** The names and clientIds of query()'s pending entries for names starting with `prefix`. */
+export async function pendingOf({ db, prefix }) {
+  const q = await (await open(db)).query();
+  return q.pending.filter((p) => p.name.startsWith(prefix)).map((p) => ({ name: p.name, clientId: p.clientId }));
+}
+
+/**
+ * In a page: a request whose signal comes from an iframe's AbortController (another realm)
+ * is taken as a signal, and aborting it withdraws the request with its reason.
+ */
+export async function crossRealmSignal({ db, name }) {
+  const locks = await open(db);
+  const frame = document.createElement('iframe');
+  document.body.append(frame);
+  const controller = new frame.contentWindow.AbortController();
+  const lease = await locks.tryLock(name);
+  const waiting = locks.request(name, { signal: controller.signal }, () => 'granted').then((v) => ({ v }), (e) => ({ e }));
+  await sleep(100);
+  const reason = new Error('from the iframe');
+  controller.abort(reason);
+  const out = await waiting;
+  await lease.release();
+  frame.remove();
+  return { sameReason: out.e === reason, error: out.e ? String(out.e) : null, pending: (await locks.query()).pending.filter((p) => p.name === name).length };
+}

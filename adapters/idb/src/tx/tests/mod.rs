@@ -2,6 +2,8 @@
 
 mod clock;
 mod queue;
+mod siblings;
+mod steal;
 
 use super::ops::{
     self, Clocks, Ctx, Granted, Notice, Step, Stepped, cancel, force_release, holder, release,
