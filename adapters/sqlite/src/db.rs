@@ -12,10 +12,11 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, params};
 use crate::busy::{DbError, busy, is_busy, wait_until, wall_us};
 use crate::config::{SqliteConfig, Synchronous, valid_namespace};
 use crate::location::{fs_type, is_network_fs};
+use crate::queue::Lease;
 use crate::schema::{SCHEMA, Sql, TABLES, table};
 
 /// The version of the tables this build writes and reads.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 /// What `<namespace>_meta` says under `engine` in a file of ours.
 const ENGINE_MARK: &str = "alkstore-sqlite";
 
@@ -208,6 +209,11 @@ impl Db {
                 "the namespace {ns:?} was made by a newer alkstore-sqlite (schema version {v}; \
                  this build knows {SCHEMA_VERSION})"
             ))),
+            Some(v @ 1..SCHEMA_VERSION) => Err(Opening::Refused(format!(
+                "the namespace {ns:?} was made by an older, unreleased alkstore-sqlite (schema \
+                 version {v}; this build knows {SCHEMA_VERSION}): drop its tables or pick \
+                 another namespace"
+            ))),
             _ => Err(Opening::Refused(format!(
                 "the namespace {ns:?} is incomplete or of an unknown schema version {version:?}"
             ))),
@@ -217,9 +223,13 @@ impl Db {
     /// Runs `op` in one `BEGIN IMMEDIATE` transaction, waiting for the write lock until
     /// `until` at most, with the lease clock read inside it; commits when `op` succeeds
     /// (and moves the floor and the token counter), rolls back otherwise.
+    ///
+    /// `name` is the lock the operation is about (`""` for none): its lease row, and whether
+    /// anyone waits for it, are read with the state row in one statement.
     pub(crate) fn write<T>(
         &mut self,
         until: Instant,
+        name: &str,
         op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
@@ -230,7 +240,7 @@ impl Db {
             ));
         }
         wait_until(Some(until));
-        let begun = self.conn.execute_batch("BEGIN IMMEDIATE");
+        let begun = self.statement("BEGIN IMMEDIATE");
         wait_until(None);
         if let Err(err) = begun {
             return Err(if is_busy(&err) {
@@ -240,26 +250,38 @@ impl Db {
             });
         }
         let result = (|| -> rusqlite::Result<(T, bool)> {
-            let mut tx = Tx::begin(&self.conn, &self.sql)?;
+            let mut tx = Tx::begin(&self.conn, &self.sql, name)?;
             let value = op(&mut tx)?;
             tx.finish()?;
             Ok((value, tx.rang))
         })();
         match result {
-            Ok((value, rang)) => match self.conn.execute_batch("COMMIT") {
+            Ok((value, rang)) => match self.statement("COMMIT") {
                 Ok(()) => {
                     self.rang |= rang;
                     Ok(value)
                 }
                 Err(err) => {
-                    let _ = self.conn.execute_batch("ROLLBACK");
+                    self.rollback();
                     Err(err.into())
                 }
             },
             Err(err) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                self.rollback();
                 Err(err.into())
             }
+        }
+    }
+
+    /// Runs `BEGIN IMMEDIATE`, `COMMIT` or `ROLLBACK` as a cached statement (parsed once).
+    fn statement(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(drop)
+    }
+
+    /// Ends a failed transaction (when one is open: SQLite may have rolled it back itself).
+    pub(crate) fn rollback(&self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.statement("ROLLBACK");
         }
     }
 }
@@ -295,15 +317,36 @@ pub(crate) struct Tx<'a> {
     token: i64,
     /// The last arrival number.
     arrival: i64,
+    /// The counters as read: the state row is written back only when something moved.
+    read: (i64, i64),
     rang: bool,
+    /// Set by an operation whose outcome lease time cannot change afterwards (a holder
+    /// ending its own lease with nobody waiting): the floor need not move for it.
+    pub(crate) timeless: bool,
+    /// The name the operation is about, and its lease row and whether anyone waits for it
+    /// as read with the state row: taken by the operation's first look at that name.
+    first: Option<(String, Option<Lease>, bool)>,
 }
 
 impl<'a> Tx<'a> {
-    /// Reads the state row and the clock.
-    pub(crate) fn begin(conn: &'a Connection, sql: &'a Sql) -> rusqlite::Result<Self> {
-        let (floor, token, arrival) = conn
-            .prepare_cached(&sql.state_get)?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    /// Reads the state row, the lease row of `name` and whether anyone waits for it (one
+    /// statement), and the clock.
+    pub(crate) fn begin(conn: &'a Connection, sql: &'a Sql, name: &str) -> rusqlite::Result<Self> {
+        let (floor, token, arrival, lease, waiting) =
+            conn.prepare_cached(&sql.begin)?.query_row([name], |r| {
+                let owner: Option<String> = r.get(3)?;
+                let lease = match r.get::<_, Option<i64>>(4)? {
+                    Some(token) => Some(Lease {
+                        owner,
+                        token,
+                        deadline: r.get(5)?,
+                        req: r.get(6)?,
+                        claimed: r.get(7)?,
+                    }),
+                    None => None,
+                };
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, lease, r.get(8)?))
+            })?;
         let raw = wall_us();
         let clock = raw.saturating_add(test_offset(conn, sql)?);
         Ok(Tx {
@@ -314,15 +357,54 @@ impl<'a> Tx<'a> {
             floor,
             token,
             arrival,
+            read: (token, arrival),
             rang: false,
+            timeless: false,
+            first: Some((name.to_owned(), lease, waiting)),
         })
     }
 
-    /// Writes the state row back: the floor follows lease time.
+    /// The lease row of `name` and whether anyone waits for it: as read by [`begin`]
+    /// (Self::begin) the first time, from the tables after that.
+    pub(crate) fn lease_and_waiting(
+        &mut self,
+        name: &str,
+    ) -> rusqlite::Result<(Option<Lease>, bool)> {
+        match self.first.take() {
+            Some((first, lease, waiting)) if first == name => Ok((lease, waiting)),
+            _ => {
+                let lease = self.lease(name)?;
+                let waiting = self
+                    .conn
+                    .prepare_cached(&self.sql.any_waiter)?
+                    .exists([name])?;
+                Ok((lease, waiting))
+            }
+        }
+    }
+
+    /// The lease row of `name`: as read by [`begin`](Self::begin) the first time, from the
+    /// table after that.
+    pub(crate) fn lease(&mut self, name: &str) -> rusqlite::Result<Option<Lease>> {
+        match self.first.take() {
+            Some((first, lease, _)) if first == name => Ok(lease),
+            _ => self.read_lease(name),
+        }
+    }
+
+    /// Writes the state row back when it moved: the floor follows lease time (unless the
+    /// operation was [`timeless`](Self::timeless)), the counters what was handed out.
     fn finish(&self) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.state_put)?
-            .execute(params![self.now.max(self.floor), self.token, self.arrival])?;
+        let floor = if self.timeless {
+            self.floor
+        } else {
+            self.now.max(self.floor)
+        };
+        if floor != self.floor || (self.token, self.arrival) != self.read {
+            self.conn
+                .prepare_cached(&self.sql.state_put)?
+                .execute(params![floor, self.token, self.arrival])?;
+        }
         Ok(())
     }
 
