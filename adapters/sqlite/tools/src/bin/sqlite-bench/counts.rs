@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 /// The short runs: `n1` and `n2` cycles.
 const N1: u32 = 100;
-const N2: u32 = 600;
+const N2: u32 = 2100;
 
 /// Whether `tool` runs here.
 pub fn have(tool: &str) -> bool {

@@ -11,7 +11,9 @@
 //! the ratios within a round. Then what does not depend on the machine's load
 //! ([`counts`]: instructions and system calls per cycle), and what needs several processes
 //! ([`procs`]: 4 contending, wake-up latency, takeover after `kill -9`, idle CPU). Prints;
-//! asserts nothing about speed.
+//! asserts nothing about speed. Knobs: `BENCH_N` (cycles per variant, default 3000; FULL
+//! runs a tenth), `BENCH_ROUNDS` (10), `BENCH_COUNTS=0` (skip the counts), `IDLE_SECS` (20),
+//! `BENCH_ONLY=procs` (only the multi-process part).
 
 mod counts;
 mod procs;
@@ -62,14 +64,14 @@ fn main() {
         return;
     }
     let n = env("BENCH_N", 3000) as u32;
-    if env("BENCH_ONLY_PROCS", 0) == 1 {
-        let s = alkstore_sqlite_tools::Scratch::new("b");
-        procs_section(&runtime, &s.0, n);
+    let scratch = alkstore_sqlite_tools::Scratch::new("bench");
+    let dir = &scratch.0;
+    // BENCH_ONLY=procs: only what needs several processes (wake-up, takeover, idle CPU).
+    if std::env::var("BENCH_ONLY").as_deref() == Ok("procs") {
+        procs_section(&runtime, dir, n);
         return;
     }
     let rounds = env("BENCH_ROUNDS", 10) as usize;
-    let scratch = alkstore_sqlite_tools::Scratch::new("bench");
-    let dir = &scratch.0;
     println!("## try_lock + release, µs per cycle");
     println!();
     println!("WAL, each variant on a file of its own; the variants take turns in {rounds} rounds,");
@@ -112,7 +114,7 @@ fn counts_section(dir: &Path) {
         println!();
         return;
     }
-    println!("## per cycle, independent of the load (runs of 600 minus runs of 100 cycles)");
+    println!("## per cycle, independent of the load (runs of 2100 minus runs of 100 cycles)");
     println!();
     let shown = [ENGINE, ROW, BLOCKING];
     if counts::have("valgrind") {
