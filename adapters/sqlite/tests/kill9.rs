@@ -46,7 +46,10 @@ fn kill_9_of_the_holder_hands_the_lease_to_the_head_waiter_at_the_deadline() {
         assert!(lock.token() > token, "the token outlives the dead process");
         assert!(at >= deadline, "never before the deadline");
         let late = Duration::from_nanos(at - deadline);
-        eprintln!("kill -9 of the holder: the head waiter got the lease {late:?} after the ttl");
+        eprintln!(
+            "kill -9 of the holder: the head waiter in another process got the lease {late:?} \
+             after the ttl (target 50 ms; asserted under 1 s)"
+        );
         assert!(late < Duration::from_millis(1000), "{late:?}");
     });
 }
