@@ -68,8 +68,8 @@ impl<'a> Tx<'a> {
         })
     }
 
-    /// The lease row of `name` and whether anyone waits for it: as read by [`begin`]
-    /// (Self::begin) the first time, from the tables after that.
+    /// The lease row of `name` and whether anyone waits for it: as read by
+    /// [`begin`](Self::begin) the first time, from the tables after that.
     pub(crate) fn lease_and_waiting(
         &mut self,
         name: &str,
@@ -113,7 +113,7 @@ impl<'a> Tx<'a> {
     }
 
     /// The next fencing token: `max(last + 1, now)`, so tokens keep growing with the clock
-    /// even if the counter's last commits were lost (see [`Synchronous`]).
+    /// even if the counter's last commits were lost (see [`Synchronous`](crate::Synchronous)).
     pub(crate) fn next_token(&mut self) -> i64 {
         self.token = (self.token + 1).max(self.now);
         self.token
