@@ -264,8 +264,10 @@ test-sqlite:
 	$(CARGO) test -p alkstore-sqlite
 
 ## bench-sqlite: try_lock+release against a hand-rolled lease row (direct and via spawn_blocking)
-## and flock in the same run, for synchronous NORMAL and FULL, then 4 processes contending;
-## ratios printed, not asserted (BENCH_N cycles, default 3000)
+## and flock in the same run, for synchronous NORMAL and FULL (medians of 10 interleaved rounds),
+## instructions and system calls per cycle (with valgrind and strace, when installed), then 4
+## processes contending, the cross-process wake-up, the takeover after kill -9, the idle CPU;
+## printed, never asserted (BENCH_N cycles, default 3000; BENCH_COUNTS=0 skips the counts)
 bench-sqlite:
 	$(CARGO) build --release -q -p alkstore-sqlite-tools --bin sqlite-bench
 	$(CARGO) run --release -q -p alkstore-sqlite-tools --bin sqlite-bench | tee target/bench-sqlite.md

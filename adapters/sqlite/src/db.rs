@@ -9,13 +9,14 @@ use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
 use rusqlite::{Connection, ErrorCode, OpenFlags, params};
 
-use crate::busy::{DbError, busy, is_busy, wait_until, wall_us};
+use crate::busy::{DbError, busy, is_busy, wait_until};
 use crate::config::{SqliteConfig, Synchronous, valid_namespace};
 use crate::location::{fs_type, is_network_fs};
 use crate::schema::{SCHEMA, Sql, TABLES, table};
+pub(crate) use crate::tx::{Tx, test_offset};
 
 /// The version of the tables this build writes and reads.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 /// What `<namespace>_meta` says under `engine` in a file of ours.
 const ENGINE_MARK: &str = "alkstore-sqlite";
 
@@ -208,6 +209,11 @@ impl Db {
                 "the namespace {ns:?} was made by a newer alkstore-sqlite (schema version {v}; \
                  this build knows {SCHEMA_VERSION})"
             ))),
+            Some(v @ 1..SCHEMA_VERSION) => Err(Opening::Refused(format!(
+                "the namespace {ns:?} was made by an older, unreleased alkstore-sqlite (schema \
+                 version {v}; this build knows {SCHEMA_VERSION}): drop its tables or pick \
+                 another namespace"
+            ))),
             _ => Err(Opening::Refused(format!(
                 "the namespace {ns:?} is incomplete or of an unknown schema version {version:?}"
             ))),
@@ -217,9 +223,13 @@ impl Db {
     /// Runs `op` in one `BEGIN IMMEDIATE` transaction, waiting for the write lock until
     /// `until` at most, with the lease clock read inside it; commits when `op` succeeds
     /// (and moves the floor and the token counter), rolls back otherwise.
+    ///
+    /// `name` is the lock the operation is about (`""` for none): its lease row, and whether
+    /// anyone waits for it, are read with the state row in one statement.
     pub(crate) fn write<T>(
         &mut self,
         until: Instant,
+        name: &str,
         op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
@@ -230,7 +240,7 @@ impl Db {
             ));
         }
         wait_until(Some(until));
-        let begun = self.conn.execute_batch("BEGIN IMMEDIATE");
+        let begun = self.statement("BEGIN IMMEDIATE");
         wait_until(None);
         if let Err(err) = begun {
             return Err(if is_busy(&err) {
@@ -240,26 +250,38 @@ impl Db {
             });
         }
         let result = (|| -> rusqlite::Result<(T, bool)> {
-            let mut tx = Tx::begin(&self.conn, &self.sql)?;
+            let mut tx = Tx::begin(&self.conn, &self.sql, name)?;
             let value = op(&mut tx)?;
             tx.finish()?;
             Ok((value, tx.rang))
         })();
         match result {
-            Ok((value, rang)) => match self.conn.execute_batch("COMMIT") {
+            Ok((value, rang)) => match self.statement("COMMIT") {
                 Ok(()) => {
                     self.rang |= rang;
                     Ok(value)
                 }
                 Err(err) => {
-                    let _ = self.conn.execute_batch("ROLLBACK");
+                    self.rollback();
                     Err(err.into())
                 }
             },
             Err(err) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                self.rollback();
                 Err(err.into())
             }
+        }
+    }
+
+    /// Runs `BEGIN IMMEDIATE`, `COMMIT` or `ROLLBACK` as a cached statement (parsed once).
+    fn statement(&self, sql: &str) -> rusqlite::Result<()> {
+        self.conn.prepare_cached(sql)?.execute([]).map(drop)
+    }
+
+    /// Ends a failed transaction (when one is open: SQLite may have rolled it back itself).
+    pub(crate) fn rollback(&self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.statement("ROLLBACK");
         }
     }
 }
@@ -280,90 +302,4 @@ impl From<DbError> for Opening {
     fn from(err: DbError) -> Self {
         Opening::Db(err)
     }
-}
-
-/// One operation's transaction: the statements, the lease clock, the state row.
-pub(crate) struct Tx<'a> {
-    pub(crate) conn: &'a Connection,
-    pub(crate) sql: &'a Sql,
-    /// Lease time (µs): the wall clock (plus the test offset) raised to the floor.
-    pub(crate) now: i64,
-    /// The raw wall clock (µs): heartbeats.
-    pub(crate) raw: i64,
-    floor: i64,
-    /// The last token handed out in the namespace.
-    token: i64,
-    /// The last arrival number.
-    arrival: i64,
-    rang: bool,
-}
-
-impl<'a> Tx<'a> {
-    /// Reads the state row and the clock.
-    pub(crate) fn begin(conn: &'a Connection, sql: &'a Sql) -> rusqlite::Result<Self> {
-        let (floor, token, arrival) = conn
-            .prepare_cached(&sql.state_get)?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-        let raw = wall_us();
-        let clock = raw.saturating_add(test_offset(conn, sql)?);
-        Ok(Tx {
-            conn,
-            sql,
-            now: clock.max(floor),
-            raw,
-            floor,
-            token,
-            arrival,
-            rang: false,
-        })
-    }
-
-    /// Writes the state row back: the floor follows lease time.
-    fn finish(&self) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.state_put)?
-            .execute(params![self.now.max(self.floor), self.token, self.arrival])?;
-        Ok(())
-    }
-
-    /// The next fencing token: `max(last + 1, now)`, so tokens keep growing with the clock
-    /// even if the counter's last commits were lost (see [`Synchronous`]).
-    pub(crate) fn next_token(&mut self) -> i64 {
-        self.token = (self.token + 1).max(self.now);
-        self.token
-    }
-
-    /// The next arrival number (FIFO order of waiters).
-    pub(crate) fn next_arrival(&mut self) -> i64 {
-        self.arrival += 1;
-        self.arrival
-    }
-
-    /// Rings the bell for `id` (a waiter's id, or `*`): every process's listener delivers it.
-    pub(crate) fn ring(&mut self, id: &str) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.bell_add)?
-            .execute([id])?;
-        let seq = self.conn.last_insert_rowid();
-        if seq % 100 == 0 {
-            self.conn
-                .prepare_cached(&self.sql.bell_prune)?
-                .execute([seq - 1000])?;
-        }
-        self.rang = true;
-        Ok(())
-    }
-}
-
-/// The test clock's offset (µs), in builds with the `test-clock` feature; 0 in others.
-#[cfg(feature = "test-clock")]
-pub(crate) fn test_offset(conn: &Connection, sql: &Sql) -> rusqlite::Result<i64> {
-    conn.prepare_cached(&sql.offset)?
-        .query_row([], |r| r.get(0))
-}
-
-/// The test clock's offset (µs), in builds with the `test-clock` feature; 0 in others.
-#[cfg(not(feature = "test-clock"))]
-pub(crate) fn test_offset(_: &Connection, _: &Sql) -> rusqlite::Result<i64> {
-    Ok(0)
 }

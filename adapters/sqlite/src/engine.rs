@@ -114,19 +114,21 @@ impl Sqlite {
         &self.path
     }
 
-    /// Runs `op` in one transaction on the connection thread.
+    /// Runs `op` in one transaction on the connection thread; `name` is the lock it is about
+    /// (`""` for none: see [`Db::write`]).
     async fn run<T: Send + 'static>(
         &self,
-        op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T> + Send + 'static,
+        name: String,
+        op: impl FnOnce(&mut Tx<'_>, &str) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, DbError> {
         let until = Instant::now() + budget(self.config.io_timeout());
         let (tx, rx) = oneshot::channel();
         let task: Task = Box::new(move |db: &mut Db| {
-            let answer = catch_unwind(AssertUnwindSafe(|| db.write(until, op)));
+            let answer = catch_unwind(AssertUnwindSafe(|| {
+                db.write(until, &name, |tx| op(tx, &name))
+            }));
             let answer = answer.unwrap_or_else(|_| {
-                if !db.conn.is_autocommit() {
-                    let _ = db.conn.execute_batch("ROLLBACK");
-                }
+                db.rollback();
                 Err(DbError::Other("an operation panicked"))
             });
             let _ = tx.send(answer);
@@ -149,9 +151,11 @@ impl Sqlite {
     /// [`run`](Self::run), its errors as the contract's.
     async fn op<T: Send + 'static>(
         &self,
-        op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T> + Send + 'static,
+        name: &str,
+        op: impl FnOnce(&mut Tx<'_>, &str) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, LockError> {
-        self.run(op).await.map_err(DbError::into_lock_error)
+        let name = name.to_owned();
+        self.run(name, op).await.map_err(DbError::into_lock_error)
     }
 }
 
@@ -178,9 +182,9 @@ impl Protocol for Sqlite {
         ttl: Duration,
         rid: &str,
     ) -> Result<Reply<Option<Grant>>, LockError> {
-        let (name, owner, rid) = (name.to_owned(), owner.to_owned(), rid.to_owned());
+        let (owner, rid) = (owner.to_owned(), rid.to_owned());
         let ttl = duration_us(ttl);
-        self.op(move |tx| tx.try_lock(&name, &owner, ttl, &rid))
+        self.op(name, move |tx, name| tx.try_lock(name, &owner, ttl, &rid))
             .await
     }
 
@@ -197,9 +201,9 @@ impl Protocol for Sqlite {
             step.heartbeat_expiry,
         );
         let answer = self
-            .run(move |tx| {
+            .run(name, move |tx, name| {
                 tx.step(&Step {
-                    name: &name,
+                    name,
                     owner: &owner,
                     ttl,
                     id: &id,
@@ -219,8 +223,9 @@ impl Protocol for Sqlite {
     }
 
     async fn withdraw(&self, name: &str, id: &str, unanswered: bool) -> Result<(), LockError> {
-        let (name, id) = (name.to_owned(), id.to_owned());
-        self.op(move |tx| tx.withdraw(&name, &id, unanswered)).await
+        let id = id.to_owned();
+        self.op(name, move |tx, name| tx.withdraw(name, &id, unanswered))
+            .await
     }
 
     async fn renew(
@@ -229,34 +234,30 @@ impl Protocol for Sqlite {
         token: u64,
         ttl: Duration,
     ) -> Result<Reply<Option<Timestamp>>, LockError> {
-        let name = name.to_owned();
         let ttl = duration_us(ttl);
-        self.op(move |tx| tx.renew(&name, token, ttl)).await
+        self.op(name, move |tx, name| tx.renew(name, token, ttl))
+            .await
     }
 
     async fn release(&self, name: &str, token: u64, _rid: &str) -> Result<bool, LockError> {
-        let name = name.to_owned();
-        self.op(move |tx| tx.release(&name, token)).await
+        self.op(name, move |tx, name| tx.release(name, token)).await
     }
 
     async fn is_held(&self, name: &str, token: u64) -> Result<Reply<Held>, LockError> {
-        let name = name.to_owned();
-        self.op(move |tx| tx.is_held(&name, token)).await
+        self.op(name, move |tx, name| tx.is_held(name, token)).await
     }
 
     async fn holder(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
-        let name = name.to_owned();
-        self.op(move |tx| tx.holder(&name)).await
+        self.op(name, move |tx, name| tx.holder(name)).await
     }
 
     async fn force_release(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
-        let name = name.to_owned();
-        self.op(move |tx| tx.force_release(&name)).await
+        self.op(name, move |tx, name| tx.force_release(name)).await
     }
 
     async fn snapshot(&self) -> Result<Snapshot, LockError> {
         let io = self.config.io_timeout();
-        match tokio::time::timeout(io, self.op(|tx| tx.snapshot())).await {
+        match tokio::time::timeout(io, self.op("", |tx, _| tx.snapshot())).await {
             Ok(answer) => answer,
             Err(_) => Err(unavailable(format!("sqlite did not answer within {io:?}"))),
         }
@@ -265,7 +266,7 @@ impl Protocol for Sqlite {
     #[cfg(feature = "test-clock")]
     async fn advance_test_clock(&self, by: Duration) -> Result<(), LockError> {
         let by = i64::try_from(by.as_micros()).unwrap_or(i64::MAX);
-        self.op(move |tx| tx.advance(by)).await
+        self.op("", move |tx, _| tx.advance(by)).await
     }
 
     #[cfg(not(feature = "test-clock"))]
@@ -307,14 +308,14 @@ impl Fallback for Cleanup {
         };
         let until = Instant::now() + budget(self.config.io_timeout());
         let done = match job {
-            Job::Release { name, token, .. } => {
-                db.write(until, |tx| tx.release(&name, token)).map(drop)
-            }
+            Job::Release { name, token, .. } => db
+                .write(until, &name, |tx| tx.release(&name, token))
+                .map(drop),
             Job::Withdraw {
                 name,
                 id,
                 unanswered,
-            } => db.write(until, |tx| tx.withdraw(&name, &id, unanswered)),
+            } => db.write(until, &name, |tx| tx.withdraw(&name, &id, unanswered)),
         };
         done.is_ok()
     }

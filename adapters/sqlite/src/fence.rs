@@ -14,7 +14,7 @@ use crate::busy::wall_us;
 use crate::config::{SqliteConfig, valid_namespace};
 use crate::db::test_offset;
 use crate::engine::Sqlite;
-use crate::schema::{Sql, table};
+use crate::schema::Sql;
 
 /// Why a fence refused: match on it to tell a stale holder from a misuse.
 ///
@@ -113,11 +113,7 @@ fn check(
     let sql = Sql::new(namespace);
     let clock = wall_us().saturating_add(test_offset(conn, &sql)?);
     if take_write_lock {
-        conn.prepare_cached(&format!(
-            "UPDATE {} SET floor = max(floor, ?1) WHERE id = 1",
-            table(namespace, "state")
-        ))?
-        .execute([clock])?;
+        conn.prepare_cached(&sql.floor_raise)?.execute([clock])?;
     }
     let floor: i64 = conn
         .prepare_cached(&sql.state_get)?

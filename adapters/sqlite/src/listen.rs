@@ -6,7 +6,13 @@
 //! delivers the new bells to its sleepers:
 //! - on Linux it sleeps in `poll(2)` on an inotify watch of the `-wal` file, which every
 //!   commit writes to: woken within microseconds of a commit, and not at all while nothing
-//!   commits (it also wakes every 100 ms to check that it is still wanted);
+//!   commits (it also wakes every 100 ms to check that it is still wanted). The event comes
+//!   with the write of the commit's frames, a moment before the commit is visible (SQLite
+//!   then updates the WAL-index header in the `-shm` file, which inotify does not see): so
+//!   after each event it also reads that header every millisecond, until it changes (then
+//!   it reads the bells again) or for 50 ms at most. (Without that, a watcher that looked too early found
+//!   nothing new and waited for the next commit or the 100 ms check: the 100 ms outliers
+//!   of the wake-up latency on a loaded machine.);
 //! - elsewhere (or when the watch cannot be set) it reads the 48-byte WAL-index header at the
 //!   start of the `-shm` file every millisecond (one `pread`, no lock, no SQLite call: every
 //!   commit changes it), and a commit made by this process nudges it at once;
@@ -56,6 +62,8 @@ use crate::schema::Sql;
 const POLL: Duration = Duration::from_millis(1);
 /// How often it also asks `PRAGMA data_version`.
 const SLOW_POLL: Duration = Duration::from_millis(100);
+/// How long after an inotify event it also reads the WAL-index header every [`POLL`].
+const HOT: Duration = Duration::from_millis(50);
 
 /// The wake-up source of the SQLite engine (see the module docs).
 pub struct Doorbell {
@@ -140,16 +148,36 @@ fn watch(path: &std::path::Path, config: &SqliteConfig, tx: &mpsc::UnboundedSend
     let mut wal = path.as_os_str().to_owned();
     wal.push("-wal");
     let mut events = Events::new(std::path::Path::new(&wal));
+    // Until when the header is also polled after an inotify event (see the module docs).
+    let mut hot_until = Instant::now();
     loop {
         let mut changed = match &mut events {
-            Some(events) => events.wait(SLOW_POLL),
+            Some(events) => {
+                let wait = if Instant::now() < hot_until {
+                    POLL
+                } else {
+                    SLOW_POLL
+                };
+                let woke = events.wait(wait);
+                if woke {
+                    hot_until = Instant::now() + HOT;
+                }
+                woke
+            }
             None => {
                 std::thread::park_timeout(POLL);
-                let changed = !header(&mut now) || now != seen;
-                seen = now;
-                changed
+                false
             }
         };
+        if events.is_none() || Instant::now() < hot_until {
+            let moved = !header(&mut now) || now != seen;
+            seen = now;
+            if moved {
+                // The commit is visible: no need to look again until the next event.
+                hot_until = Instant::now();
+            }
+            changed |= moved;
+        }
         if tx.is_closed() {
             return;
         }

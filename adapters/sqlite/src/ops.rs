@@ -18,8 +18,13 @@ impl Tx<'_> {
         ttl: i64,
         rid: &str,
     ) -> rusqlite::Result<Reply<Option<Grant>>> {
-        let r = self.lease(name)?;
-        let cur = self.settle(name, r)?;
+        let (r, waiting) = self.lease_and_waiting(name)?;
+        // No row and nobody waiting: free, nothing to settle (the common case: one lookup).
+        let cur = if r.is_none() && !waiting {
+            None
+        } else {
+            self.settle(name, r)?
+        };
         let value = match cur {
             Some(cur) if cur.req.as_deref() == Some(rid) => Some(grant_of(&cur)),
             Some(_) => None,
@@ -252,17 +257,21 @@ impl Tx<'_> {
 
     /// `release`: ends lease `token` (handing the name on); `true` when it was live.
     pub(crate) fn release(&mut self, name: &str, token: u64) -> rusqlite::Result<bool> {
-        let Some(r) = self.lease(name)? else {
+        let (r, waiting) = self.lease_and_waiting(name)?;
+        let Some(r) = r else {
             return Ok(false);
         };
         let mine = r.owner.is_some() && token_u64(r.token) == token;
         let live = mine && self.now < r.deadline;
         let cur = if mine {
-            let waiting = self
-                .conn
-                .prepare_cached(&self.sql.any_waiter)?
-                .exists([name])?;
-            if waiting { self.hand_off(name)? } else { None }
+            if waiting {
+                self.hand_off(name)?
+            } else {
+                // The holder ends its own lease and nobody is handed anything: no later
+                // reading of lease time can contradict this, so the floor stays.
+                self.timeless = true;
+                None
+            }
         } else {
             self.settle(name, Some(r))?
         };

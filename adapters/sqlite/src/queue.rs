@@ -49,7 +49,8 @@ pub(crate) fn token_u64(token: i64) -> u64 {
 }
 
 impl Tx<'_> {
-    pub(crate) fn lease(&self, name: &str) -> rusqlite::Result<Option<Lease>> {
+    /// The lease row of `name`, from the table.
+    pub(crate) fn read_lease(&self, name: &str) -> rusqlite::Result<Option<Lease>> {
         self.conn
             .prepare_cached(&self.sql.lease_get)?
             .query_row([name], |r| {

@@ -9,8 +9,10 @@ pub(crate) fn table(namespace: &str, table: &str) -> String {
 /// The SQL of every statement, with the namespace's table names in.
 #[derive(Debug)]
 pub(crate) struct Sql {
+    pub(crate) begin: String,
     pub(crate) state_get: String,
     pub(crate) state_put: String,
+    pub(crate) floor_raise: String,
     #[cfg_attr(not(feature = "test-clock"), allow(dead_code))]
     pub(crate) offset: String,
     pub(crate) lease_get: String,
@@ -46,16 +48,24 @@ pub(crate) struct Sql {
 
 impl Sql {
     pub(crate) fn new(ns: &str) -> Self {
-        let state = table(ns, "state");
         let leases = table(ns, "leases");
         let waiters = table(ns, "waiters");
         let cancelled = table(ns, "cancelled");
         let bells = table(ns, "bells");
         let clock = table(ns, "test_clock");
         Sql {
-            state_get: format!("SELECT floor, token, arrival FROM {state} WHERE id = 1"),
+            begin: format!(
+                "SELECT s.deadline, s.token, s.ttl, l.owner, l.token, l.deadline, l.req, \
+                 l.claimed, EXISTS (SELECT 1 FROM {waiters} w WHERE w.name = ?1) \
+                 FROM {leases} s LEFT JOIN {leases} l ON l.name = ?1 AND ?1 <> '' \
+                 WHERE s.name = ''"
+            ),
+            state_get: format!("SELECT deadline, token, ttl FROM {leases} WHERE name = ''"),
             state_put: format!(
-                "UPDATE {state} SET floor = ?1, token = ?2, arrival = ?3 WHERE id = 1"
+                "UPDATE {leases} SET deadline = ?1, token = ?2, ttl = ?3 WHERE name = ''"
+            ),
+            floor_raise: format!(
+                "UPDATE {leases} SET deadline = max(deadline, ?1) WHERE name = ''"
             ),
             offset: format!("SELECT offset_us FROM {clock} LIMIT 1"),
             lease_get: format!(
@@ -117,24 +127,28 @@ impl Sql {
     }
 }
 
-/// The schema of version 1, with `@` for the namespace prefix. Every table is the
+/// The schema of version 2, with `@` for the namespace prefix. Every table is the
 /// namespace's own; nothing else in the file is read or written.
+///
+/// Version 2 keeps the namespace's state (clock floor, last token, last arrival) in the row
+/// named `''` of `@_leases` (never a lock name: names are not empty) instead of a table of
+/// its own (version 1's `@_state`), so that an operation on a small table (its rows in one
+/// page) writes one page of the WAL, not two.
 ///
 /// Times are µs since the Unix epoch: lease time (`deadline`, `wd`, `floor`) is the wall
 /// clock raised to `floor` (plus the test offset in test builds); heartbeats (`hb`, `at`) are
 /// the raw wall clock.
 pub(crate) const SCHEMA: &str = r#"
 CREATE TABLE "@_meta" (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
--- One row: the clock floor (lease time never goes below it), the last token, the last arrival.
-CREATE TABLE "@_state" (id INTEGER PRIMARY KEY CHECK (id = 1), floor INTEGER NOT NULL,
-                        token INTEGER NOT NULL, arrival INTEGER NOT NULL);
-INSERT INTO "@_state" VALUES (1, 0, 0, 0);
 -- One row per name that is held or has waiters. owner NULL: free (kept while waiters queue).
 -- req: the request the lease went to (a try_lock's id or a waiter's id). claimed 0: handed to
 -- waiter req, which has not picked it up yet.
+-- The row named '' is the namespace's state: token = the last token, deadline = the clock
+-- floor (lease time never goes below it), ttl = the last arrival number; owner NULL.
 CREATE TABLE "@_leases" (name TEXT PRIMARY KEY, owner TEXT, token INTEGER NOT NULL,
                          deadline INTEGER NOT NULL, ttl INTEGER NOT NULL, req TEXT,
                          claimed INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO "@_leases" VALUES ('', NULL, 0, 0, 0, NULL, 0);
 -- Queued acquire calls. wd: the wait deadline on lease time (0: none); hb: when the entry
 -- counts as gone unless refreshed; granted, gdl: a lease handed to it, not yet picked up.
 CREATE TABLE "@_waiters" (id TEXT PRIMARY KEY, name TEXT NOT NULL, arrival INTEGER NOT NULL,
@@ -152,9 +166,8 @@ INSERT INTO "@_test_clock" VALUES (0);
 "#;
 
 /// The tables of a namespace, for the "not ours" check.
-pub(crate) const TABLES: [&str; 7] = [
+pub(crate) const TABLES: [&str; 6] = [
     "meta",
-    "state",
     "leases",
     "waiters",
     "cancelled",

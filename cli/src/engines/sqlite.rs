@@ -52,7 +52,8 @@ pub(super) async fn open(
     Ok((store, clock))
 }
 
-/// The file's lease clock: the wall clock raised to the floor in `<namespace>_state`.
+/// The file's lease clock: the wall clock raised to the floor kept in `<namespace>_leases`
+/// (the row named `''`, schema version 2).
 #[derive(Debug)]
 pub(super) struct SqliteClock {
     path: PathBuf,
@@ -95,7 +96,7 @@ impl EngineClock for SqliteClock {
         let floor: i64 = conn
             .query_row(
                 &format!(
-                    "SELECT floor FROM \"{}_state\" WHERE id = 1",
+                    "SELECT deadline FROM \"{}_leases\" WHERE name = ''",
                     self.namespace
                 ),
                 [],

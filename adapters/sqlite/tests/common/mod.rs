@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use alkstore_sqlite::{SqliteConfig, SqliteLocks};
 
+pub mod procs;
+
 /// A multi-thread tokio runtime with two workers, time and I/O: what the suites run on.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -1,0 +1,155 @@
+//! [`Tx`]: one operation's transaction, begun by [`Db::write`](crate::db::Db::write): the
+//! state row (clock floor, counters) and the operation's lease row read in one statement,
+//! the lease clock, the counters handed out, the bells rung, and the state written back.
+
+use rusqlite::{Connection, params};
+
+use crate::busy::wall_us;
+use crate::queue::Lease;
+use crate::schema::Sql;
+
+/// One operation's transaction: the statements, the lease clock, the state row.
+pub(crate) struct Tx<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) sql: &'a Sql,
+    /// Lease time (µs): the wall clock (plus the test offset) raised to the floor.
+    pub(crate) now: i64,
+    /// The raw wall clock (µs): heartbeats.
+    pub(crate) raw: i64,
+    floor: i64,
+    /// The last token handed out in the namespace.
+    token: i64,
+    /// The last arrival number.
+    arrival: i64,
+    /// The counters as read: the state row is written back only when something moved.
+    read: (i64, i64),
+    pub(crate) rang: bool,
+    /// Set by an operation whose outcome lease time cannot change afterwards (a holder
+    /// ending its own lease with nobody waiting): the floor need not move for it.
+    pub(crate) timeless: bool,
+    /// The name the operation is about, and its lease row and whether anyone waits for it
+    /// as read with the state row: taken by the operation's first look at that name.
+    first: Option<(String, Option<Lease>, bool)>,
+}
+
+impl<'a> Tx<'a> {
+    /// Reads the state row, the lease row of `name` and whether anyone waits for it (one
+    /// statement), and the clock.
+    pub(crate) fn begin(conn: &'a Connection, sql: &'a Sql, name: &str) -> rusqlite::Result<Self> {
+        let (floor, token, arrival, lease, waiting) =
+            conn.prepare_cached(&sql.begin)?.query_row([name], |r| {
+                let owner: Option<String> = r.get(3)?;
+                let lease = match r.get::<_, Option<i64>>(4)? {
+                    Some(token) => Some(Lease {
+                        owner,
+                        token,
+                        deadline: r.get(5)?,
+                        req: r.get(6)?,
+                        claimed: r.get(7)?,
+                    }),
+                    None => None,
+                };
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, lease, r.get(8)?))
+            })?;
+        let raw = wall_us();
+        let clock = raw.saturating_add(test_offset(conn, sql)?);
+        Ok(Tx {
+            conn,
+            sql,
+            now: clock.max(floor),
+            raw,
+            floor,
+            token,
+            arrival,
+            read: (token, arrival),
+            rang: false,
+            timeless: false,
+            first: Some((name.to_owned(), lease, waiting)),
+        })
+    }
+
+    /// The lease row of `name` and whether anyone waits for it: as read by
+    /// [`begin`](Self::begin) the first time, from the tables after that.
+    pub(crate) fn lease_and_waiting(
+        &mut self,
+        name: &str,
+    ) -> rusqlite::Result<(Option<Lease>, bool)> {
+        match self.first.take() {
+            Some((first, lease, waiting)) if first == name => Ok((lease, waiting)),
+            _ => {
+                let lease = self.lease(name)?;
+                let waiting = self
+                    .conn
+                    .prepare_cached(&self.sql.any_waiter)?
+                    .exists([name])?;
+                Ok((lease, waiting))
+            }
+        }
+    }
+
+    /// The lease row of `name`: as read by [`begin`](Self::begin) the first time, from the
+    /// table after that.
+    pub(crate) fn lease(&mut self, name: &str) -> rusqlite::Result<Option<Lease>> {
+        match self.first.take() {
+            Some((first, lease, _)) if first == name => Ok(lease),
+            _ => self.read_lease(name),
+        }
+    }
+
+    /// Writes the state row back when it moved: the floor follows lease time (unless the
+    /// operation was [`timeless`](Self::timeless)), the counters what was handed out.
+    pub(crate) fn finish(&self) -> rusqlite::Result<()> {
+        let floor = if self.timeless {
+            self.floor
+        } else {
+            self.now.max(self.floor)
+        };
+        if floor != self.floor || (self.token, self.arrival) != self.read {
+            self.conn
+                .prepare_cached(&self.sql.state_put)?
+                .execute(params![floor, self.token, self.arrival])?;
+        }
+        Ok(())
+    }
+
+    /// The next fencing token: `max(last + 1, now)`, so tokens keep growing with the clock
+    /// even if the counter's last commits were lost (see [`Synchronous`](crate::Synchronous)).
+    pub(crate) fn next_token(&mut self) -> i64 {
+        self.token = (self.token + 1).max(self.now);
+        self.token
+    }
+
+    /// The next arrival number (FIFO order of waiters).
+    pub(crate) fn next_arrival(&mut self) -> i64 {
+        self.arrival += 1;
+        self.arrival
+    }
+
+    /// Rings the bell for `id` (a waiter's id, or `*`): every process's listener delivers it.
+    pub(crate) fn ring(&mut self, id: &str) -> rusqlite::Result<()> {
+        self.conn
+            .prepare_cached(&self.sql.bell_add)?
+            .execute([id])?;
+        let seq = self.conn.last_insert_rowid();
+        if seq % 100 == 0 {
+            self.conn
+                .prepare_cached(&self.sql.bell_prune)?
+                .execute([seq - 1000])?;
+        }
+        self.rang = true;
+        Ok(())
+    }
+}
+
+/// The test clock's offset (µs), in builds with the `test-clock` feature; 0 in others.
+#[cfg(feature = "test-clock")]
+pub(crate) fn test_offset(conn: &Connection, sql: &Sql) -> rusqlite::Result<i64> {
+    conn.prepare_cached(&sql.offset)?
+        .query_row([], |r| r.get(0))
+}
+
+/// The test clock's offset (µs), in builds with the `test-clock` feature; 0 in others.
+#[cfg(not(feature = "test-clock"))]
+pub(crate) fn test_offset(_: &Connection, _: &Sql) -> rusqlite::Result<i64> {
+    Ok(0)
+}
