@@ -14,7 +14,8 @@
 //! on the server's timeline (nanoseconds since the Unix epoch). The same methods exist
 //! inherently (no trait import needed) and through [`alkstore_mem::LockStore`].
 //!
-//! The engine's sessions run with `synchronous_commit = on` (whatever the server's default):
+//! The engine's sessions run with `synchronous_commit = on` and READ COMMITTED (whatever the
+//! server's, database's or role's defaults; see the README for every pinned setting):
 //! a grant or a renewal is answered only once its commit is flushed, so a crash or restart
 //! never hands out again a token a holder was told, nor shortens a lease its holder renewed.
 //! (On a failover to an asynchronous replica the last commits can be lost whatever the

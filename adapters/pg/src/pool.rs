@@ -57,6 +57,18 @@ impl Conn {
     }
 }
 
+/// The settings the engine's answers depend on, pinned for its sessions whatever the
+/// server's, database's or role's defaults (startup options override `ALTER ROLE .. SET` and
+/// `ALTER DATABASE .. SET`): its functions are written for READ COMMITTED (each statement
+/// sees the rows committed before it; under REPEATABLE READ or SERIALIZABLE a concurrent
+/// update of a lease row fails the call with 40001), a read-write transaction that is never
+/// cut while idle (the migration's transaction waits between its statements), and a flushed
+/// commit. (A backslash escapes the space inside an option's value.)
+const PINNED: &str = "-c default_transaction_isolation=read\\ committed \
+     -c default_transaction_read_only=off -c default_transaction_deferrable=off \
+     -c idle_in_transaction_session_timeout=0 \
+     -c synchronous_commit=on";
+
 /// The pause before a call that found a row locked beyond the lock wait is tried again.
 pub(crate) const LOCKED_RETRY: Duration = Duration::from_millis(10);
 
@@ -113,7 +125,7 @@ impl Pool {
     ) -> Self {
         let ms = |d: Duration| d.as_millis().max(1);
         let options = format!(
-            "{} -c statement_timeout={} -c lock_timeout={} -c synchronous_commit=on",
+            "{} -c statement_timeout={} -c lock_timeout={} {PINNED}",
             config.get_options().unwrap_or_default(),
             ms(io_timeout),
             ms(lock_wait)
