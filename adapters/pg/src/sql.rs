@@ -14,8 +14,11 @@ use tokio_postgres::Client;
 
 /// The schema version this build installs and understands. Version 2: names of any length
 /// (long ones keyed by their digest), the schema's clock floor, marks of withdrawn waiters,
-/// the queue under `FOR NO KEY UPDATE` (see `internal.sql`).
-pub(crate) const VERSION: i32 = 2;
+/// the queue under `FOR NO KEY UPDATE` (see `internal.sql`). Version 3: the same tables,
+/// functions that write a lease row only when something on it changes (a fence in a
+/// REPEATABLE READ or SERIALIZABLE transaction is not failed by waiters arriving) and that
+/// never wait on a row a fence holds.
+pub(crate) const VERSION: i32 = 3;
 
 /// Which clock this build's functions read: recorded in the schema's `meta` row, so that a
 /// plain build never runs on a schema installed by a test build, nor the other way round.
@@ -240,12 +243,15 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
                 schema.name
             ));
         }
-        if version == 1 {
-            // 1 -> 2: the tables change in place (rows kept), and every function is made
-            // again. Processes still running a version 1 build fail their calls from here on
-            // (their functions are gone): upgrade them together.
+        if version < VERSION {
+            // 1 -> 2: the tables change in place (rows kept); 2 -> 3: the tables stay. Every
+            // function is made again. Processes still running an older build fail their calls
+            // from here on (version 1's functions are gone) or run the older functions' rules
+            // (version 2's signatures are kept): upgrade them together.
             let mut script = schema.render(DROP_FUNCTIONS);
-            script.push_str(&schema.render(TABLES_2));
+            if version < 2 {
+                script.push_str(&schema.render(TABLES_2));
+            }
             script.push_str(&schema.functions());
             tx.batch_execute(&script).await.map_err(db)?;
             tx.execute(&format!("UPDATE {meta} SET version = $1"), &[&VERSION])
