@@ -64,6 +64,14 @@ impl Op {
         !matches!(self, Op::TryLock | Op::Acquire | Op::ForceRelease)
     }
 
+    /// Whether callers make it in a loop against a busy name (a `try_lock` poller, a waiting
+    /// `acquire`'s steps): these never use the pool's last connection (of two or more), so
+    /// that however many poll, a holder's renewals and releases, withdrawals and reads find
+    /// a connection that no poller queues on.
+    pub(crate) fn polls(self) -> bool {
+        matches!(self, Op::TryLock | Op::Acquire)
+    }
+
     /// Every operation, in discriminant order.
     pub(crate) fn all() -> impl Iterator<Item = Op> {
         [

@@ -72,6 +72,10 @@ const PINNED: &str = "-c default_transaction_isolation=read\\ committed \
 /// The pause before a call that found a row locked beyond the lock wait is tried again.
 pub(crate) const LOCKED_RETRY: Duration = Duration::from_millis(10);
 
+/// The first pause of a `try_lock` that found its row locked (it never waits on the row on
+/// the server: `FOR UPDATE NOWAIT`); each next pause doubles, within the lock wait.
+const BUSY_RETRY: Duration = Duration::from_millis(2);
+
 /// How many calls the first open connection carries at once before others are used. Calls
 /// on one connection run on the server in the order they were sent, so a call made after
 /// another one was sent is answered after it (as on Redis's one multiplexed connection),
@@ -80,11 +84,14 @@ const LEAD_DEPTH: usize = 4;
 
 /// The pool: `size` connection slots, filled on demand (or by `warm`), each connection
 /// shared by concurrent calls. Calls go to the first connection while it carries fewer than
-/// [`LEAD_DEPTH`]; beyond that, to the least busy one (opening more, up to `size`).
+/// [`LEAD_DEPTH`]; beyond that, to the least busy one (opening more, up to `size`). Calls
+/// that contend for a busy name ([`Op::polls`]) never use the last slot (of two or more): a
+/// holder's renewals and releases and the reads find a connection no poller queues on.
 pub(crate) struct Pool {
     config: tokio_postgres::Config,
     slots: Mutex<Vec<Option<Arc<Conn>>>>,
     io_timeout: Duration,
+    lock_wait: Duration,
     sql: Vec<String>,
 }
 
@@ -140,6 +147,7 @@ impl Pool {
             config,
             slots: Mutex::new(vec![None; size.max(1)]),
             io_timeout,
+            lock_wait,
             sql,
         }
     }
@@ -211,14 +219,20 @@ impl Pool {
         }
     }
 
-    /// The connection for the next call: the first open one while it carries fewer than
-    /// [`LEAD_DEPTH`] calls; else an empty slot's new connection; else the least busy.
-    async fn pick(&self) -> Result<Arc<Conn>, LockError> {
+    /// The connection for the next call of `op`: the first open one while it carries fewer
+    /// than [`LEAD_DEPTH`] calls; else an empty slot's new connection; else the least busy
+    /// (of all slots but the last, for an [`Op::polls`] when there are two or more).
+    async fn pick(&self, op: Op) -> Result<Arc<Conn>, LockError> {
         let empty = {
             let mut slots = self.lock();
             let mut best: Option<Arc<Conn>> = None;
             let mut empty = None;
-            for (i, slot) in slots.iter_mut().enumerate() {
+            let usable = if op.polls() && slots.len() > 1 {
+                slots.len() - 1
+            } else {
+                slots.len()
+            };
+            for (i, slot) in slots.iter_mut().take(usable).enumerate() {
                 if slot.as_ref().is_some_and(|c| c.client.is_closed()) {
                     *slot = None;
                 }
@@ -257,7 +271,9 @@ impl Pool {
     }
 
     /// Runs `op` with `params` and returns its rows, within the `io_timeout` (a call that
-    /// found a row locked is tried again meanwhile, if [`Op::retries_locked`]).
+    /// found a row locked is tried again meanwhile, if [`Op::retries_locked`]; a `try_lock`
+    /// within the lock wait, with pauses doubling from [`BUSY_RETRY`], its connection free
+    /// for other calls during each pause).
     pub(crate) async fn call(
         &self,
         op: Op,
@@ -265,12 +281,22 @@ impl Pool {
     ) -> Result<Vec<Row>, Fail> {
         let io = self.io_timeout;
         let mut locked = false;
+        let started = tokio::time::Instant::now();
         let attempts = async {
+            let mut pause = BUSY_RETRY;
             loop {
                 match self.call_untimed(op, params).await {
                     Err(Fail::Locked) if op.retries_locked() => {
                         locked = true;
                         tokio::time::sleep(LOCKED_RETRY).await;
+                    }
+                    Err(Fail::Locked) if op == Op::TryLock => {
+                        let left = self.lock_wait.saturating_sub(started.elapsed());
+                        if left.is_zero() {
+                            return Err(Fail::Locked);
+                        }
+                        tokio::time::sleep(pause.min(left)).await;
+                        pause = pause.saturating_mul(2);
                     }
                     result => return result,
                 }
@@ -288,7 +314,7 @@ impl Pool {
     async fn call_untimed(&self, op: Op, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Fail> {
         let mut retried = false;
         loop {
-            let conn = self.pick().await.map_err(Fail::Down)?;
+            let conn = self.pick(op).await.map_err(Fail::Down)?;
             conn.in_flight.fetch_add(1, Ordering::Relaxed);
             let mut flight = InFlight {
                 pool: self,

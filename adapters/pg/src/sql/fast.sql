@@ -8,11 +8,14 @@
 --
 -- @try_lock_fast@: a free row (or a lapsed lease its holder had picked up), nobody waiting.
 -- The row is locked FOR UPDATE first (a plain UPDATE would take FOR NO KEY UPDATE, which a
--- transaction holding fence() with FOR KEY SHARE does not block): every grant waits for a
--- fenced transaction to end, up to the lock wait (then SQLSTATE 55P03: busy).
+-- transaction holding fence() with FOR KEY SHARE does not block), NOWAIT: a row a fenced
+-- transaction (or another operation, for well under a millisecond) holds fails the statement
+-- at once with SQLSTATE 55P03, and the client tries again after a pause, off the connection,
+-- until the lock wait has passed (then: busy). A statement never waits on the row, so calls
+-- pipelined behind it on the connection never wait for a fence.
 WITH c AS (SELECT t.n0, t.f, greatest(t.n0, t.f) AS n
              FROM (SELECT @now_expr@ AS n0, (SELECT last_value FROM @floor@) AS f) t),
-k AS (SELECT name FROM @s@.leases WHERE name = @s@._k($1) FOR UPDATE),
+k AS (SELECT name FROM @s@.leases WHERE name = @s@._k($1) FOR UPDATE NOWAIT),
 up AS (
   UPDATE @s@.leases l
      SET owner = $2, token = nextval('@tokens@'), deadline = greatest(l.seen, c.n) + $3,

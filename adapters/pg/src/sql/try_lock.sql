@@ -3,8 +3,9 @@
 -- A free name with no row is inserted and granted at once; the token is taken after the
 -- insert (which holds the new row's lock), never before. p_req is kept in the lease, so that
 -- the same request run again (a retry after a lost reply) finds its own lease. A row held by
--- a transaction that called fence() is waited for up to the connection's lock_timeout (the
--- config's lock wait), then SQLSTATE 55P03: busy.
+-- a transaction that called fence() is not waited for: SQLSTATE 55P03 at once, and the
+-- client tries again off the connection until the config's lock wait has passed (then
+-- busy).
 CREATE FUNCTION @s@.try_lock(p_name text, p_owner text, p_ttl bigint, p_req text)
 RETURNS bigint[]
 LANGUAGE plpgsql AS $fn$
