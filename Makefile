@@ -164,12 +164,15 @@ test-pg: pg-setup pg-port
 
 ## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
 ## run, and 16 tasks on a pool of 4; twice: on a cluster with fsync off (the tests' setting: CPU
-## per statement) and on one with fsync on (a production server's: WAL flushes)
+## per statement) and on one with fsync on (a production server's: WAL flushes); then snapshot()
+## of 100k and 1M live leases (time, resident memory; one process each)
 bench-pg: pg-setup pg-port
-	$(CARGO) build --release -q -p alkstore-pg-tools --bin pg-bench
+	$(CARGO) build --release -q -p alkstore-pg-tools --bin pg-bench --bin pg-snapshot
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
 	@echo
 	PG_FSYNC=on scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
+	@echo
+	scripts/pg-run.sh --port $(PG_PORT) -- sh -c 'target/release/pg-snapshot 100000 && target/release/pg-snapshot 1000000'
 
 ## demo-pg: three processes share invoice/1001; the database refuses the stalled one's write
 ## through fence() (asserts the outcome)

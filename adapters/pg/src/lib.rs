@@ -128,6 +128,7 @@ mod listener;
 mod lock;
 mod op;
 mod pool;
+mod snapshot;
 mod sql;
 mod store;
 mod sweep;
@@ -158,7 +159,9 @@ pub use store::Pg;
 ///   keeps its heartbeat; only the grant waits for the transaction to end;
 /// - `force_release` refuses at once (`Unavailable`) while such a transaction is open (its
 ///   guarded writes are not cut short; retry once it has ended);
-/// - `snapshot` is one round trip that takes no lock; waiters whose heartbeat or wait has
+/// - `snapshot` reads the schema in pages of 10,000 rows (keyset by name, each page one
+///   statement within the `io_timeout`, so a schema of any size answers; a name that changes
+///   meanwhile is shown as its page found it), and takes no lock; waiters whose heartbeat or wait has
 ///   lapsed are left out, and so is a lease handed to a waiter that died before picking it up;
 /// - [`fence`](alkstore_kit::Locks::fence)`(&tx, &lease)` checks a lease inside your
 ///   transaction (for a `with_lock` body, which gets a [`LeaseInfo`](alkstore_mem::LeaseInfo)),

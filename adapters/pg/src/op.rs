@@ -39,7 +39,7 @@ impl Op {
             Op::Renew => format!("SELECT {s}.renew($1, $2, $3)"),
             Op::IsHeld => format!("SELECT {s}.is_held($1, $2)"),
             Op::Holder => format!("SELECT * FROM {s}.holder($1)"),
-            Op::Snapshot => format!("SELECT * FROM {s}.snapshot()"),
+            Op::Snapshot => format!("SELECT * FROM {s}.snapshot_page($1, $2, $3, $4)"),
             Op::ForceRelease => format!("SELECT * FROM {s}.force_release($1)"),
             #[cfg(feature = "test-clock")]
             Op::AdvanceClock => format!("SELECT {s}.advance_test_clock($1)"),

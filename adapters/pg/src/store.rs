@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline};
-use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp, Waiting};
+use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp};
 use tokio::task::AbortHandle;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -18,8 +18,7 @@ use crate::op::Op;
 use crate::pool::{Fail, Pool};
 use crate::sql::Schema;
 use crate::wire::{
-    down, field, from_us, lease_row, micros, numbers, owner_from_sql, owner_to_sql, redacted,
-    to_us, token_param,
+    down, field, from_us, lease_row, micros, numbers, owner_to_sql, redacted, to_us, token_param,
 };
 
 /// The answer of a `try_lock`: a grant, or busy.
@@ -258,31 +257,9 @@ impl Protocol for Pg {
         Ok(lease_row(name, &rows)?.0)
     }
 
-    /// Every live lease and queued waiter, in one round trip that takes no lock, in a task of
-    /// its own (a caller that stops waiting does not cut the call on a pooled connection).
+    /// Every live lease and queued waiter, page by page (see [`crate::snapshot`]).
     async fn snapshot(&self) -> Result<Snapshot, LockError> {
-        let pool = Arc::clone(&self.pool);
-        let rows = tokio::spawn(async move { pool.call(Op::Snapshot, &[]).await })
-            .await
-            .map_err(|_| down("the runtime shut down during the call"))??;
-        let bad = || down("unexpected reply from a lock function");
-        let mut snapshot = Snapshot::default();
-        for row in &rows {
-            let kind: i32 = row.try_get(0).map_err(|_| bad())?;
-            let name: String = row.try_get(1).map_err(|_| bad())?;
-            let owner: String = row.try_get(2).map_err(|_| bad())?;
-            let owner = owner_from_sql(&owner);
-            if kind == 0 {
-                let token: i64 = row.try_get(3).map_err(|_| bad())?;
-                let deadline: i64 = row.try_get(4).map_err(|_| bad())?;
-                let token = u64::try_from(token).unwrap_or(0);
-                let lease = LeaseInfo::new(&name, &owner, token, from_us(deadline));
-                snapshot.held.push(lease);
-            } else {
-                snapshot.waiting.push(Waiting::new(&name, &owner));
-            }
-        }
-        Ok(snapshot)
+        crate::snapshot::read(&self.pool).await
     }
 
     #[cfg(feature = "test-clock")]
