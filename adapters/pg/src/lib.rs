@@ -96,6 +96,12 @@
 //! COMMIT;
 //! ```
 //!
+//! # Roles
+//! An administrator may install the schema once ([`install`], as the role that is to own
+//! it); roles without DDL rights then connect with the grants the README lists under "Roles
+//! and grants" (a role that only calls `fence()` needs only `USAGE` on the schema: `fence()`
+//! runs with its owner's rights). A hot standby is refused at connect.
+//!
 //! # TLS
 //! Connections are made without TLS (`NoTls`): use it on a local socket or a trusted network,
 //! or through a TLS tunnel; a TLS feature may follow.
@@ -123,6 +129,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
+mod admin;
 mod config;
 mod listener;
 mod lock;
@@ -134,6 +141,7 @@ mod store;
 mod sweep;
 mod wire;
 
+pub use admin::install;
 pub use config::PgConfig;
 pub use listener::{PgFallback, PgListener};
 pub use lock::{PgFence, PgLock};

@@ -2,7 +2,6 @@
 //! [`Protocol`] operations, one server function each.
 
 use core::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use crate::op::Op;
 use crate::pool::{Fail, Pool};
 use crate::sql::Schema;
 use crate::wire::{
-    down, field, from_us, lease_row, micros, numbers, owner_to_sql, redacted, to_us, token_param,
+    down, field, from_us, lease_row, micros, numbers, owner_to_sql, to_us, token_param,
 };
 
 /// The answer of a `try_lock`: a grant, or busy.
@@ -103,39 +102,22 @@ impl Protocol for Pg {
     /// pool is opened and prepared before it answers, all within the `io_timeout`, and the
     /// sweep starts on the current runtime. `Unavailable` when the server cannot be reached within the `io_timeout`, the
     /// url is malformed, the schema name is not one this engine uses
-    /// ([`PgConfig::check_schema`]), the database is not UTF8, or the schema is at a newer
-    /// version or installed by a build with the other clock.
+    /// ([`PgConfig::check_schema`]), the server is a hot standby, the database is not UTF8,
+    /// the schema is at a newer version or installed by a build with the other clock, or the
+    /// role lacks a right it needs (to install or upgrade the schema, or to use it: the error
+    /// says so; see [`install`](crate::install)).
     async fn connect(url: &str, config: PgConfig) -> Result<Self, LockError> {
-        config.check_schema().map_err(down)?;
-        let pg_config = tokio_postgres::Config::from_str(url).map_err(|e| {
-            down(format!(
-                "invalid url (not quoted, it may hold a password): {e}"
-            ))
-        })?;
-        let schema = Schema::new(config.schema());
+        let (pool, schema) = crate::admin::pool_for(url, &config, config.pool_size())?;
         let io = config.io_timeout();
-        let pool = Pool::new(
-            pg_config,
-            config.pool_size(),
-            io,
-            config.lock_wait(),
-            &schema,
-        );
         let migrate = async {
             let mut client = pool.connect().await?;
-            crate::sql::migrate(&mut client, &schema)
-                .await
-                .map_err(|why| down(format!("installing schema {:?}: {why}", schema.name)))?;
+            crate::admin::migrate(&mut client, &schema).await?;
             pool.warm(client).await;
             Ok::<(), LockError>(())
         };
-        tokio::time::timeout(io, migrate).await.map_err(|_| {
-            down(format!(
-                "could not connect to {} and check schema {:?} within {io:?}",
-                redacted(pool.config()),
-                schema.name
-            ))
-        })??;
+        tokio::time::timeout(io, migrate)
+            .await
+            .map_err(|_| crate::admin::timed_out(&pool, &schema, io))??;
         let pool = Arc::new(pool);
         let sweep = crate::sweep::spawn_sweeper(Arc::downgrade(&pool));
         Ok(Pg {
@@ -257,7 +239,8 @@ impl Protocol for Pg {
         Ok(lease_row(name, &rows)?.0)
     }
 
-    /// Every live lease and queued waiter, page by page (see [`crate::snapshot`]).
+    /// Every live lease and queued waiter, page by page (10,000 rows a page, keyset by name,
+    /// each page one statement within the `io_timeout`; see `src/snapshot.rs`).
     async fn snapshot(&self) -> Result<Snapshot, LockError> {
         crate::snapshot::read(&self.pool).await
     }
