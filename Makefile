@@ -141,11 +141,12 @@ demo-redis: redis-setup redis-port
 ## The PostgreSQL engine (adapters/pg). Each target builds first, then starts its own
 ## throwaway cluster on 127.0.0.1:$(PG_PORT) (scripts/pg-run.sh: initdb into mktemp -d as user
 ## postgres, trust auth, socket in the scratch dir, stopped with pg_ctl stop -m immediate in a
-## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, which PG_PORT
+## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, and the
+## pooler tests their own PgBouncers on 6439 (session) and 6440 (transaction), which PG_PORT
 ## must avoid (refused). No other server is touched.
 .PHONY: pg-setup pg-port test-pg bench-pg demo-pg
 PG_PORT ?= 5439
-PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455
+PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455 6439 6440
 
 ## pg-port: PG_PORT is not one of the fault tests' own ports
 pg-port:

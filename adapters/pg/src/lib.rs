@@ -135,6 +135,7 @@ mod listener;
 mod lock;
 mod op;
 mod pool;
+mod pooler;
 mod snapshot;
 mod sql;
 mod store;

@@ -58,16 +58,32 @@ impl Conn {
 }
 
 /// The settings the engine's answers depend on, pinned for its sessions whatever the
-/// server's, database's or role's defaults (startup options override `ALTER ROLE .. SET` and
-/// `ALTER DATABASE .. SET`): its functions are written for READ COMMITTED (each statement
-/// sees the rows committed before it; under REPEATABLE READ or SERIALIZABLE a concurrent
-/// update of a lease row fails the call with 40001), a read-write transaction that is never
-/// cut while idle (the migration's transaction waits between its statements), and a flushed
-/// commit. (A backslash escapes the space inside an option's value.)
-const PINNED: &str = "-c default_transaction_isolation=read\\ committed \
-     -c default_transaction_read_only=off -c default_transaction_deferrable=off \
-     -c idle_in_transaction_session_timeout=0 \
-     -c synchronous_commit=on";
+/// server's, database's or role's defaults (`ALTER ROLE .. SET`, `ALTER DATABASE .. SET`):
+/// its functions are written for READ COMMITTED (each statement sees the rows committed
+/// before it; under REPEATABLE READ or SERIALIZABLE a concurrent update of a lease row fails
+/// the call with 40001), a read-write transaction that is never cut while idle (the
+/// migration's transaction waits between its statements), and a flushed commit. Set by
+/// statements on every new connection, before its first call (not by the startup packet's
+/// `options`, which PgBouncer refuses), so that they hold behind a session pooler too;
+/// besides these, the `statement_timeout` and `lock_timeout` of the config.
+const PINNED: &str = "SET default_transaction_isolation = 'read committed';
+SET default_transaction_read_only = off; SET default_transaction_deferrable = off;
+SET idle_in_transaction_session_timeout = 0; SET synchronous_commit = on;";
+
+/// Opens a connection with `config`, its driver task spawned on the current runtime, and
+/// runs `pinned` on it (the engine's settings) before it is used.
+pub(crate) async fn open(
+    config: &tokio_postgres::Config,
+    pinned: &str,
+) -> Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    // Ends when the server closes the connection or the client is dropped.
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client.batch_execute(pinned).await?;
+    Ok((client, driver))
+}
 
 /// The pause before a call that found a row locked beyond the lock wait is tried again.
 pub(crate) const LOCKED_RETRY: Duration = Duration::from_millis(10);
@@ -92,6 +108,7 @@ pub(crate) struct Pool {
     slots: Mutex<Vec<Option<Arc<Conn>>>>,
     io_timeout: Duration,
     lock_wait: Duration,
+    pinned: String,
     sql: Vec<String>,
 }
 
@@ -114,8 +131,8 @@ impl Drop for InFlight<'_> {
 }
 
 impl Pool {
-    /// A pool of at most `size` connections to `config` (whose session options get the
-    /// engine's `statement_timeout`, `lock_timeout` and `synchronous_commit = on`), for
+    /// A pool of at most `size` connections to `config` (each set to the engine's
+    /// `statement_timeout`, `lock_timeout` and the [`PINNED`] settings when opened), for
     /// `schema`.
     ///
     /// `synchronous_commit = on` whatever the server's, database's or role's default: a grant
@@ -131,13 +148,11 @@ impl Pool {
         schema: &Schema,
     ) -> Self {
         let ms = |d: Duration| d.as_millis().max(1);
-        let options = format!(
-            "{} -c statement_timeout={} -c lock_timeout={} {PINNED}",
-            config.get_options().unwrap_or_default(),
+        let pinned = format!(
+            "SET statement_timeout = {}; SET lock_timeout = {};\n{PINNED}",
             ms(io_timeout),
             ms(lock_wait)
         );
-        config.options(options.trim_start());
         if config.get_application_name().is_none() {
             config.application_name("alkstore-pg");
         }
@@ -148,6 +163,7 @@ impl Pool {
             slots: Mutex::new(vec![None; size.max(1)]),
             io_timeout,
             lock_wait,
+            pinned,
             sql,
         }
     }
@@ -157,19 +173,20 @@ impl Pool {
         &self.config
     }
 
-    /// Opens a new connection (its driver task spawned on the current runtime).
+    /// The statements that set a new connection up ([`open`]).
+    pub(crate) fn pinned(&self) -> &str {
+        &self.pinned
+    }
+
+    /// Opens a new connection (its driver task spawned on the current runtime), set up.
     pub(crate) async fn connect(&self) -> Result<Client, LockError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+        let (client, _) = open(&self.config, &self.pinned).await.map_err(|e| {
             down(format!(
                 "could not connect to {}: {}",
                 redacted(&self.config),
                 detail(&e)
             ))
         })?;
-        tokio::spawn(async move {
-            // Ends when the server closes the connection or the client is dropped.
-            let _ = connection.await;
-        });
         Ok(client)
     }
 
@@ -182,11 +199,9 @@ impl Pool {
         let opening: Vec<_> = (1..size)
             .map(|_| {
                 let (config, sql) = (self.config.clone(), self.sql.clone());
+                let pinned = self.pinned.clone();
                 tokio::spawn(async move {
-                    let (client, connection) = config.connect(NoTls).await.ok()?;
-                    tokio::spawn(async move {
-                        let _ = connection.await;
-                    });
+                    let (client, _) = open(&config, &pinned).await.ok()?;
                     let conn = Conn::new(client);
                     prepare_all(&conn, &sql).await.then_some(conn)
                 })

@@ -103,7 +103,9 @@ impl Protocol for Pg {
     /// sweep starts on the current runtime. `Unavailable` when the server cannot be reached within the `io_timeout`, the
     /// url is malformed, the schema name is not one this engine uses
     /// ([`PgConfig::check_schema`]), the server is a hot standby, the database is not UTF8,
-    /// the schema is at a newer version or installed by a build with the other clock, or the
+    /// the schema is at a newer version or installed by a build with the other clock, the
+    /// connections go through a transaction pooler (PgBouncer's `pool_mode = transaction`:
+    /// the error says to use `session`), or the
     /// role lacks a right it needs (to install or upgrade the schema, or to use it: the error
     /// says so; see [`install`](crate::install)).
     async fn connect(url: &str, config: PgConfig) -> Result<Self, LockError> {
@@ -112,6 +114,7 @@ impl Protocol for Pg {
         let migrate = async {
             let mut client = pool.connect().await?;
             crate::admin::migrate(&mut client, &schema).await?;
+            crate::pooler::check_session(&pool, &client).await?;
             pool.warm(client).await;
             Ok::<(), LockError>(())
         };
@@ -267,7 +270,7 @@ impl Protocol for Pg {
     }
 
     fn fallback(&self) -> PgFallback {
-        PgFallback::new(self.pool.config().clone(), &self.schema)
+        PgFallback::new(self.pool.config().clone(), self.pool.pinned(), &self.schema)
     }
 }
 
