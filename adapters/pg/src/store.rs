@@ -112,9 +112,18 @@ impl Protocol for Pg {
         let (pool, schema) = crate::admin::pool_for(url, &config, config.pool_size())?;
         let io = config.io_timeout();
         let migrate = async {
-            let mut client = pool.connect().await?;
-            crate::admin::migrate(&mut client, &schema).await?;
-            crate::pooler::check_session(&pool, &client).await?;
+            // A second connection, for the pooler check, opens while the schema is checked.
+            let (client, other) = futures_lite::future::zip(
+                async {
+                    let mut client = pool.connect().await?;
+                    crate::admin::migrate(&mut client, &schema).await?;
+                    Ok::<_, LockError>(client)
+                },
+                pool.connect(),
+            )
+            .await;
+            let client = client?;
+            crate::pooler::check_session(&client, other?).await?;
             pool.warm(client).await;
             Ok::<(), LockError>(())
         };
