@@ -153,11 +153,12 @@ demo-redis: redis-setup redis-port
 ## The PostgreSQL engine (adapters/pg). Each target builds first, then starts its own
 ## throwaway cluster on 127.0.0.1:$(PG_PORT) (scripts/pg-run.sh: initdb into mktemp -d as user
 ## postgres, trust auth, socket in the scratch dir, stopped with pg_ctl stop -m immediate in a
-## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, which PG_PORT
+## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, and the
+## pooler tests their own PgBouncers on 6439 (session) and 6440 (transaction), which PG_PORT
 ## must avoid (refused). No other server is touched.
 .PHONY: pg-setup pg-port test-pg bench-pg demo-pg
 PG_PORT ?= 5439
-PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455
+PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455 6439 6440
 
 ## pg-port: PG_PORT is not one of the fault tests' own ports
 pg-port:
@@ -176,12 +177,15 @@ test-pg: pg-setup pg-port
 
 ## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
 ## run, and 16 tasks on a pool of 4; twice: on a cluster with fsync off (the tests' setting: CPU
-## per statement) and on one with fsync on (a production server's: WAL flushes)
+## per statement) and on one with fsync on (a production server's: WAL flushes); then snapshot()
+## of 100k and 1M live leases (time, resident memory; one process each)
 bench-pg: pg-setup pg-port
-	$(CARGO) build --release -q -p alkstore-pg-tools --bin pg-bench
+	$(CARGO) build --release -q -p alkstore-pg-tools --bin pg-bench --bin pg-snapshot
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
 	@echo
 	PG_FSYNC=on scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) run --release -q -p alkstore-pg-tools --bin pg-bench
+	@echo
+	scripts/pg-run.sh --port $(PG_PORT) -- sh -c 'target/release/pg-snapshot 100000 && target/release/pg-snapshot 1000000'
 
 ## demo-pg: three processes share invoice/1001; the database refuses the stalled one's write
 ## through fence() (asserts the outcome)

@@ -86,9 +86,13 @@ impl PgConfig {
     }
 
     /// How long an operation waits for a lease row that another transaction has locked
-    /// (the connection's `lock_timeout`) before it counts the name as busy: a transaction
-    /// that called `fence()` holds the row until it ends, and a `try_lock` meanwhile answers
-    /// `Ok(None)` after this wait (a fence that ends within it lets the `try_lock` through).
+    /// before it counts the name as busy: a transaction that called `fence()` holds the row
+    /// until it ends, and a `try_lock` meanwhile answers `Ok(None)` after this wait (a fence
+    /// that ends within it lets the `try_lock` through). A `try_lock` never waits on the row
+    /// on the server: it is refused there at once and tried again after pauses (2 ms,
+    /// doubling), its pooled connection free for other calls meanwhile. Other operations wait
+    /// on the server at most this long (the connection's `lock_timeout`) for a row another
+    /// operation holds (for well under a millisecond).
     /// Waiting `acquire` steps, renewals and releases are not held up by a fence at all,
     /// and `force_release` refuses one at once. The engine's own operations hold a row for
     /// well under a millisecond. Default: 100 ms; kept below half the `io_timeout`.

@@ -6,15 +6,16 @@
 //! [`PgLocks`] is a small connection pool, one listening connection for wake-ups, and a
 //! schema (default `alkstore`) that it creates when missing: tables, sequences and one
 //! plpgsql function per operation (`src/sql/*.sql`), installed by a versioned migration
-//! under an advisory lock (version 2; a version 1 schema of a pre-release build is upgraded
-//! in place). Each operation checks its input locally with the core's own checks
+//! under an advisory lock (version 3; a schema of version 1 or 2, made by an earlier build,
+//! is upgraded in place). Each operation checks its input locally with the core's own checks
 //! ([`alkstore_mem::validate`]), then calls one function, in one round trip, that reads the
 //! server's `clock_timestamp()`, decides under the lease row's lock, takes the token after
 //! that lock, and writes. Time is the server's, never the client's: [`PgLock::deadline`] is
 //! on the server's timeline (nanoseconds since the Unix epoch). The same methods exist
 //! inherently (no trait import needed) and through [`alkstore_mem::LockStore`].
 //!
-//! The engine's sessions run with `synchronous_commit = on` (whatever the server's default):
+//! The engine's sessions run with `synchronous_commit = on` and READ COMMITTED (whatever the
+//! server's, database's or role's defaults; see the README for every pinned setting):
 //! a grant or a renewal is answered only once its commit is flushed, so a crash or restart
 //! never hands out again a token a holder was told, nor shortens a lease its holder renewed.
 //! (On a failover to an asynchronous replica the last commits can be lost whatever the
@@ -95,6 +96,12 @@
 //! COMMIT;
 //! ```
 //!
+//! # Roles
+//! An administrator may install the schema once ([`install`], as the role that is to own
+//! it); roles without DDL rights then connect with the grants the README lists under "Roles
+//! and grants" (a role that only calls `fence()` needs only `USAGE` on the schema: `fence()`
+//! runs with its owner's rights). A hot standby is refused at connect.
+//!
 //! # TLS
 //! Connections are made without TLS (`NoTls`): use it on a local socket or a trusted network,
 //! or through a TLS tunnel; a TLS feature may follow.
@@ -122,16 +129,20 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
 
+mod admin;
 mod config;
 mod listener;
 mod lock;
 mod op;
 mod pool;
+mod pooler;
+mod snapshot;
 mod sql;
 mod store;
 mod sweep;
 mod wire;
 
+pub use admin::install;
 pub use config::PgConfig;
 pub use listener::{PgFallback, PgListener};
 pub use lock::{PgFence, PgLock};
@@ -157,7 +168,9 @@ pub use store::Pg;
 ///   keeps its heartbeat; only the grant waits for the transaction to end;
 /// - `force_release` refuses at once (`Unavailable`) while such a transaction is open (its
 ///   guarded writes are not cut short; retry once it has ended);
-/// - `snapshot` is one round trip that takes no lock; waiters whose heartbeat or wait has
+/// - `snapshot` reads the schema in pages of 10,000 rows (keyset by name, each page one
+///   statement within the `io_timeout`, so a schema of any size answers; a name that changes
+///   meanwhile is shown as its page found it), and takes no lock; waiters whose heartbeat or wait has
 ///   lapsed are left out, and so is a lease handed to a waiter that died before picking it up;
 /// - [`fence`](alkstore_kit::Locks::fence)`(&tx, &lease)` checks a lease inside your
 ///   transaction (for a `with_lock` body, which gets a [`LeaseInfo`](alkstore_mem::LeaseInfo)),

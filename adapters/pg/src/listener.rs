@@ -79,15 +79,17 @@ impl Listener for PgListener {
 #[derive(Debug)]
 pub struct PgFallback {
     config: tokio_postgres::Config,
+    pinned: String,
     release: String,
     cancel: String,
 }
 
 impl PgFallback {
-    pub(crate) fn new(config: tokio_postgres::Config, schema: &Schema) -> Self {
+    pub(crate) fn new(config: tokio_postgres::Config, pinned: &str, schema: &Schema) -> Self {
         let s = &schema.ident;
         PgFallback {
             config,
+            pinned: pinned.into(),
             release: format!("SELECT {s}.release($1, $2)"),
             cancel: format!("SELECT {s}.cancel($1, $2, $3)"),
         }
@@ -97,10 +99,9 @@ impl PgFallback {
 impl Fallback for PgFallback {
     /// Whether the server answered (a refusal is an answer too: it is up).
     async fn run(self, job: Job) -> bool {
-        let Ok((client, connection)) = self.config.connect(NoTls).await else {
+        let Ok((client, driver)) = crate::pool::open(&self.config, &self.pinned).await else {
             return false;
         };
-        let driver = tokio::spawn(connection);
         let result = loop {
             let result = match &job {
                 Job::Release { name, token, .. } => {

@@ -39,7 +39,7 @@ impl Op {
             Op::Renew => format!("SELECT {s}.renew($1, $2, $3)"),
             Op::IsHeld => format!("SELECT {s}.is_held($1, $2)"),
             Op::Holder => format!("SELECT * FROM {s}.holder($1)"),
-            Op::Snapshot => format!("SELECT * FROM {s}.snapshot()"),
+            Op::Snapshot => format!("SELECT * FROM {s}.snapshot_page($1, $2, $3, $4)"),
             Op::ForceRelease => format!("SELECT * FROM {s}.force_release($1)"),
             #[cfg(feature = "test-clock")]
             Op::AdvanceClock => format!("SELECT {s}.advance_test_clock($1)"),
@@ -62,6 +62,14 @@ impl Op {
     /// withdrawal undone.
     pub(crate) fn retries_locked(self) -> bool {
         !matches!(self, Op::TryLock | Op::Acquire | Op::ForceRelease)
+    }
+
+    /// Whether callers make it in a loop against a busy name (a `try_lock` poller, a waiting
+    /// `acquire`'s steps): these never use the pool's last connection (of two or more), so
+    /// that however many poll, a holder's renewals and releases, withdrawals and reads find
+    /// a connection that no poller queues on.
+    pub(crate) fn polls(self) -> bool {
+        matches!(self, Op::TryLock | Op::Acquire)
     }
 
     /// Every operation, in discriminant order.

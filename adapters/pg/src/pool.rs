@@ -57,8 +57,40 @@ impl Conn {
     }
 }
 
+/// The settings the engine's answers depend on, pinned for its sessions whatever the
+/// server's, database's or role's defaults (`ALTER ROLE .. SET`, `ALTER DATABASE .. SET`):
+/// its functions are written for READ COMMITTED (each statement sees the rows committed
+/// before it; under REPEATABLE READ or SERIALIZABLE a concurrent update of a lease row fails
+/// the call with 40001), a read-write transaction that is never cut while idle (the
+/// migration's transaction waits between its statements), and a flushed commit. Set by
+/// statements on every new connection, before its first call (not by the startup packet's
+/// `options`, which PgBouncer refuses), so that they hold behind a session pooler too;
+/// besides these, the `statement_timeout` and `lock_timeout` of the config.
+const PINNED: &str = "SET default_transaction_isolation = 'read committed';
+SET default_transaction_read_only = off; SET default_transaction_deferrable = off;
+SET idle_in_transaction_session_timeout = 0; SET synchronous_commit = on;";
+
+/// Opens a connection with `config`, its driver task spawned on the current runtime, and
+/// runs `pinned` on it (the engine's settings) before it is used.
+pub(crate) async fn open(
+    config: &tokio_postgres::Config,
+    pinned: &str,
+) -> Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
+    let (client, connection) = config.connect(NoTls).await?;
+    // Ends when the server closes the connection or the client is dropped.
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client.batch_execute(pinned).await?;
+    Ok((client, driver))
+}
+
 /// The pause before a call that found a row locked beyond the lock wait is tried again.
 pub(crate) const LOCKED_RETRY: Duration = Duration::from_millis(10);
+
+/// The first pause of a `try_lock` that found its row locked (it never waits on the row on
+/// the server: `FOR UPDATE NOWAIT`); each next pause doubles, within the lock wait.
+const BUSY_RETRY: Duration = Duration::from_millis(2);
 
 /// How many calls the first open connection carries at once before others are used. Calls
 /// on one connection run on the server in the order they were sent, so a call made after
@@ -68,11 +100,15 @@ const LEAD_DEPTH: usize = 4;
 
 /// The pool: `size` connection slots, filled on demand (or by `warm`), each connection
 /// shared by concurrent calls. Calls go to the first connection while it carries fewer than
-/// [`LEAD_DEPTH`]; beyond that, to the least busy one (opening more, up to `size`).
+/// [`LEAD_DEPTH`]; beyond that, to the least busy one (opening more, up to `size`). Calls
+/// that contend for a busy name ([`Op::polls`]) never use the last slot (of two or more): a
+/// holder's renewals and releases and the reads find a connection no poller queues on.
 pub(crate) struct Pool {
     config: tokio_postgres::Config,
     slots: Mutex<Vec<Option<Arc<Conn>>>>,
     io_timeout: Duration,
+    lock_wait: Duration,
+    pinned: String,
     sql: Vec<String>,
 }
 
@@ -95,8 +131,8 @@ impl Drop for InFlight<'_> {
 }
 
 impl Pool {
-    /// A pool of at most `size` connections to `config` (whose session options get the
-    /// engine's `statement_timeout`, `lock_timeout` and `synchronous_commit = on`), for
+    /// A pool of at most `size` connections to `config` (each set to the engine's
+    /// `statement_timeout`, `lock_timeout` and the [`PINNED`] settings when opened), for
     /// `schema`.
     ///
     /// `synchronous_commit = on` whatever the server's, database's or role's default: a grant
@@ -112,13 +148,11 @@ impl Pool {
         schema: &Schema,
     ) -> Self {
         let ms = |d: Duration| d.as_millis().max(1);
-        let options = format!(
-            "{} -c statement_timeout={} -c lock_timeout={} -c synchronous_commit=on",
-            config.get_options().unwrap_or_default(),
+        let pinned = format!(
+            "SET statement_timeout = {}; SET lock_timeout = {};\n{PINNED}",
             ms(io_timeout),
             ms(lock_wait)
         );
-        config.options(options.trim_start());
         if config.get_application_name().is_none() {
             config.application_name("alkstore-pg");
         }
@@ -128,6 +162,8 @@ impl Pool {
             config,
             slots: Mutex::new(vec![None; size.max(1)]),
             io_timeout,
+            lock_wait,
+            pinned,
             sql,
         }
     }
@@ -137,19 +173,20 @@ impl Pool {
         &self.config
     }
 
-    /// Opens a new connection (its driver task spawned on the current runtime).
+    /// The statements that set a new connection up ([`open`]).
+    pub(crate) fn pinned(&self) -> &str {
+        &self.pinned
+    }
+
+    /// Opens a new connection (its driver task spawned on the current runtime), set up.
     pub(crate) async fn connect(&self) -> Result<Client, LockError> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+        let (client, _) = open(&self.config, &self.pinned).await.map_err(|e| {
             down(format!(
                 "could not connect to {}: {}",
                 redacted(&self.config),
                 detail(&e)
             ))
         })?;
-        tokio::spawn(async move {
-            // Ends when the server closes the connection or the client is dropped.
-            let _ = connection.await;
-        });
         Ok(client)
     }
 
@@ -162,11 +199,9 @@ impl Pool {
         let opening: Vec<_> = (1..size)
             .map(|_| {
                 let (config, sql) = (self.config.clone(), self.sql.clone());
+                let pinned = self.pinned.clone();
                 tokio::spawn(async move {
-                    let (client, connection) = config.connect(NoTls).await.ok()?;
-                    tokio::spawn(async move {
-                        let _ = connection.await;
-                    });
+                    let (client, _) = open(&config, &pinned).await.ok()?;
                     let conn = Conn::new(client);
                     prepare_all(&conn, &sql).await.then_some(conn)
                 })
@@ -199,14 +234,20 @@ impl Pool {
         }
     }
 
-    /// The connection for the next call: the first open one while it carries fewer than
-    /// [`LEAD_DEPTH`] calls; else an empty slot's new connection; else the least busy.
-    async fn pick(&self) -> Result<Arc<Conn>, LockError> {
+    /// The connection for the next call of `op`: the first open one while it carries fewer
+    /// than [`LEAD_DEPTH`] calls; else an empty slot's new connection; else the least busy
+    /// (of all slots but the last, for an [`Op::polls`] when there are two or more).
+    async fn pick(&self, op: Op) -> Result<Arc<Conn>, LockError> {
         let empty = {
             let mut slots = self.lock();
             let mut best: Option<Arc<Conn>> = None;
             let mut empty = None;
-            for (i, slot) in slots.iter_mut().enumerate() {
+            let usable = if op.polls() && slots.len() > 1 {
+                slots.len() - 1
+            } else {
+                slots.len()
+            };
+            for (i, slot) in slots.iter_mut().take(usable).enumerate() {
                 if slot.as_ref().is_some_and(|c| c.client.is_closed()) {
                     *slot = None;
                 }
@@ -245,7 +286,9 @@ impl Pool {
     }
 
     /// Runs `op` with `params` and returns its rows, within the `io_timeout` (a call that
-    /// found a row locked is tried again meanwhile, if [`Op::retries_locked`]).
+    /// found a row locked is tried again meanwhile, if [`Op::retries_locked`]; a `try_lock`
+    /// within the lock wait, with pauses doubling from [`BUSY_RETRY`], its connection free
+    /// for other calls during each pause).
     pub(crate) async fn call(
         &self,
         op: Op,
@@ -253,12 +296,22 @@ impl Pool {
     ) -> Result<Vec<Row>, Fail> {
         let io = self.io_timeout;
         let mut locked = false;
+        let started = tokio::time::Instant::now();
         let attempts = async {
+            let mut pause = BUSY_RETRY;
             loop {
                 match self.call_untimed(op, params).await {
                     Err(Fail::Locked) if op.retries_locked() => {
                         locked = true;
                         tokio::time::sleep(LOCKED_RETRY).await;
+                    }
+                    Err(Fail::Locked) if op == Op::TryLock => {
+                        let left = self.lock_wait.saturating_sub(started.elapsed());
+                        if left.is_zero() {
+                            return Err(Fail::Locked);
+                        }
+                        tokio::time::sleep(pause.min(left)).await;
+                        pause = pause.saturating_mul(2);
                     }
                     result => return result,
                 }
@@ -276,7 +329,7 @@ impl Pool {
     async fn call_untimed(&self, op: Op, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Fail> {
         let mut retried = false;
         loop {
-            let conn = self.pick().await.map_err(Fail::Down)?;
+            let conn = self.pick(op).await.map_err(Fail::Down)?;
             conn.in_flight.fetch_add(1, Ordering::Relaxed);
             let mut flight = InFlight {
                 pool: self,

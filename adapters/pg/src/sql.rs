@@ -11,11 +11,15 @@
 //! spliced in.
 
 use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
 
 /// The schema version this build installs and understands. Version 2: names of any length
 /// (long ones keyed by their digest), the schema's clock floor, marks of withdrawn waiters,
-/// the queue under `FOR NO KEY UPDATE` (see `internal.sql`).
-pub(crate) const VERSION: i32 = 2;
+/// the queue under `FOR NO KEY UPDATE` (see `internal.sql`). Version 3: the same tables,
+/// functions that write a lease row only when something on it changes (a fence in a
+/// REPEATABLE READ or SERIALIZABLE transaction is not failed by waiters arriving) and that
+/// never wait on a row a fence holds.
+pub(crate) const VERSION: i32 = 3;
 
 /// Which clock this build's functions read: recorded in the schema's `meta` row, so that a
 /// plain build never runs on a schema installed by a test build, nor the other way round.
@@ -177,6 +181,29 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// several processes connecting at once install it once; then checks its version and clock.
 pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), String> {
     let db = |e: tokio_postgres::Error| crate::wire::detail(&e);
+    // A role without a right it needs here is told what to ask an administrator for.
+    let rights = |e: tokio_postgres::Error| match e.code() {
+        Some(&SqlState::INSUFFICIENT_PRIVILEGE) => format!(
+            "{}; this role may not install or upgrade the schema, or read it: an \
+             administrator installs it (alkstore_pg::install, as the role that is to own it) \
+             and grants this role the rights the alkstore-pg README lists under \"Roles and \
+             grants\"",
+            crate::wire::detail(&e)
+        ),
+        _ => crate::wire::detail(&e),
+    };
+    let standby: bool = client
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await
+        .map_err(db)?
+        .get(0);
+    if standby {
+        return Err(
+            "the server is a hot standby (in recovery, read-only): alkstore-pg takes \
+                    and renews locks by writing; connect to the primary"
+                .into(),
+        );
+    }
     let tx = client.transaction().await.map_err(db)?;
     // The connection's lock_timeout is the engine's short lock wait (a name held by a fenced
     // transaction counts as busy after it); the migration lock is waited for as long as the
@@ -206,13 +233,13 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
     let installed: bool = tx
         .query_one("SELECT to_regclass($1) IS NOT NULL", &[&meta])
         .await
-        .map_err(db)?
+        .map_err(rights)?
         .get(0);
     if !installed {
         let mut script = schema.render(TABLES_1);
         script.push_str(&schema.render(TABLES_2));
         script.push_str(&schema.functions());
-        tx.batch_execute(&script).await.map_err(db)?;
+        tx.batch_execute(&script).await.map_err(rights)?;
         tx.execute(
             &format!("INSERT INTO {meta} (version, clock) VALUES ($1, $2)"),
             &[&VERSION, &CLOCK_MODE],
@@ -223,7 +250,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
         let row = tx
             .query_one(&format!("SELECT version, clock FROM {meta}"), &[])
             .await
-            .map_err(db)?;
+            .map_err(rights)?;
         let (version, clock): (i32, String) = (row.get(0), row.get(1));
         if version > VERSION {
             return Err(format!(
@@ -240,14 +267,17 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
                 schema.name
             ));
         }
-        if version == 1 {
-            // 1 -> 2: the tables change in place (rows kept), and every function is made
-            // again. Processes still running a version 1 build fail their calls from here on
-            // (their functions are gone): upgrade them together.
+        if version < VERSION {
+            // 1 -> 2: the tables change in place (rows kept); 2 -> 3: the tables stay. Every
+            // function is made again. Processes still running an older build fail their calls
+            // from here on (version 1's functions are gone) or run the older functions' rules
+            // (version 2's signatures are kept): upgrade them together.
             let mut script = schema.render(DROP_FUNCTIONS);
-            script.push_str(&schema.render(TABLES_2));
+            if version < 2 {
+                script.push_str(&schema.render(TABLES_2));
+            }
             script.push_str(&schema.functions());
-            tx.batch_execute(&script).await.map_err(db)?;
+            tx.batch_execute(&script).await.map_err(rights)?;
             tx.execute(&format!("UPDATE {meta} SET version = $1"), &[&VERSION])
                 .await
                 .map_err(db)?;

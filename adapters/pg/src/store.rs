@@ -2,12 +2,11 @@
 //! [`Protocol`] operations, one server function each.
 
 use core::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline};
-use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp, Waiting};
+use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp};
 use tokio::task::AbortHandle;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -18,8 +17,7 @@ use crate::op::Op;
 use crate::pool::{Fail, Pool};
 use crate::sql::Schema;
 use crate::wire::{
-    down, field, from_us, lease_row, micros, numbers, owner_from_sql, owner_to_sql, redacted,
-    to_us, token_param,
+    down, field, from_us, lease_row, micros, numbers, owner_to_sql, to_us, token_param,
 };
 
 /// The answer of a `try_lock`: a grant, or busy.
@@ -104,39 +102,34 @@ impl Protocol for Pg {
     /// pool is opened and prepared before it answers, all within the `io_timeout`, and the
     /// sweep starts on the current runtime. `Unavailable` when the server cannot be reached within the `io_timeout`, the
     /// url is malformed, the schema name is not one this engine uses
-    /// ([`PgConfig::check_schema`]), the database is not UTF8, or the schema is at a newer
-    /// version or installed by a build with the other clock.
+    /// ([`PgConfig::check_schema`]), the server is a hot standby, the database is not UTF8,
+    /// the schema is at a newer version or installed by a build with the other clock, the
+    /// connections go through a transaction pooler (PgBouncer's `pool_mode = transaction`:
+    /// the error says to use `session`), or the
+    /// role lacks a right it needs (to install or upgrade the schema, or to use it: the error
+    /// says so; see [`install`](crate::install)).
     async fn connect(url: &str, config: PgConfig) -> Result<Self, LockError> {
-        config.check_schema().map_err(down)?;
-        let pg_config = tokio_postgres::Config::from_str(url).map_err(|e| {
-            down(format!(
-                "invalid url (not quoted, it may hold a password): {e}"
-            ))
-        })?;
-        let schema = Schema::new(config.schema());
+        let (pool, schema) = crate::admin::pool_for(url, &config, config.pool_size())?;
         let io = config.io_timeout();
-        let pool = Pool::new(
-            pg_config,
-            config.pool_size(),
-            io,
-            config.lock_wait(),
-            &schema,
-        );
         let migrate = async {
-            let mut client = pool.connect().await?;
-            crate::sql::migrate(&mut client, &schema)
-                .await
-                .map_err(|why| down(format!("installing schema {:?}: {why}", schema.name)))?;
+            // A second connection, for the pooler check, opens while the schema is checked.
+            let (client, other) = futures_lite::future::zip(
+                async {
+                    let mut client = pool.connect().await?;
+                    crate::admin::migrate(&mut client, &schema).await?;
+                    Ok::<_, LockError>(client)
+                },
+                pool.connect(),
+            )
+            .await;
+            let client = client?;
+            crate::pooler::check_session(&client, other?).await?;
             pool.warm(client).await;
             Ok::<(), LockError>(())
         };
-        tokio::time::timeout(io, migrate).await.map_err(|_| {
-            down(format!(
-                "could not connect to {} and check schema {:?} within {io:?}",
-                redacted(pool.config()),
-                schema.name
-            ))
-        })??;
+        tokio::time::timeout(io, migrate)
+            .await
+            .map_err(|_| crate::admin::timed_out(&pool, &schema, io))??;
         let pool = Arc::new(pool);
         let sweep = crate::sweep::spawn_sweeper(Arc::downgrade(&pool));
         Ok(Pg {
@@ -258,31 +251,10 @@ impl Protocol for Pg {
         Ok(lease_row(name, &rows)?.0)
     }
 
-    /// Every live lease and queued waiter, in one round trip that takes no lock, in a task of
-    /// its own (a caller that stops waiting does not cut the call on a pooled connection).
+    /// Every live lease and queued waiter, page by page (10,000 rows a page, keyset by name,
+    /// each page one statement within the `io_timeout`; see `src/snapshot.rs`).
     async fn snapshot(&self) -> Result<Snapshot, LockError> {
-        let pool = Arc::clone(&self.pool);
-        let rows = tokio::spawn(async move { pool.call(Op::Snapshot, &[]).await })
-            .await
-            .map_err(|_| down("the runtime shut down during the call"))??;
-        let bad = || down("unexpected reply from a lock function");
-        let mut snapshot = Snapshot::default();
-        for row in &rows {
-            let kind: i32 = row.try_get(0).map_err(|_| bad())?;
-            let name: String = row.try_get(1).map_err(|_| bad())?;
-            let owner: String = row.try_get(2).map_err(|_| bad())?;
-            let owner = owner_from_sql(&owner);
-            if kind == 0 {
-                let token: i64 = row.try_get(3).map_err(|_| bad())?;
-                let deadline: i64 = row.try_get(4).map_err(|_| bad())?;
-                let token = u64::try_from(token).unwrap_or(0);
-                let lease = LeaseInfo::new(&name, &owner, token, from_us(deadline));
-                snapshot.held.push(lease);
-            } else {
-                snapshot.waiting.push(Waiting::new(&name, &owner));
-            }
-        }
-        Ok(snapshot)
+        crate::snapshot::read(&self.pool).await
     }
 
     #[cfg(feature = "test-clock")]
@@ -307,7 +279,7 @@ impl Protocol for Pg {
     }
 
     fn fallback(&self) -> PgFallback {
-        PgFallback::new(self.pool.config().clone(), &self.schema)
+        PgFallback::new(self.pool.config().clone(), self.pool.pinned(), &self.schema)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Schema versions: a schema of version 1 (the pre-release builds of 0.3: no digest keys for
-//! long names, no clock floor, no marks of withdrawn waiters, other functions) is upgraded to
-//! version 2 in place when a store connects, its leases and waiters kept.
+//! long names, no clock floor, no marks of withdrawn waiters, other functions) or 2 (version
+//! 3's tables, older functions) is upgraded to version 3 in place when a store connects, its
+//! leases and waiters kept.
 //!
 //! The version 1 schema is made from a version 2 one by undoing what `002_tables.sql` does,
 //! dropping every function, and leaving a function of version 1's signature behind.
@@ -57,7 +58,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
     drop(first);
     client.batch_execute(&back_to_version_1(&q)).await.unwrap();
 
-    // Four stores connect at once: one upgrades, the others wait for it and find version 2.
+    // Four stores connect at once: one upgrades, the others wait for it and find version 3.
     let connects: Vec<_> = (0..4)
         .map(|_| {
             let (url, schema) = (url.clone(), schema.clone());
@@ -76,7 +77,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, 3);
     let stale: bool = client
         .query_one(
             &format!("SELECT to_regprocedure('{q}.cancel(text,text)') IS NULL"),
@@ -122,5 +123,52 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
     .unwrap();
     let lock = long_store.try_lock(&long, "o", TTL).await.unwrap().unwrap();
     assert!(lock.token() > next.token());
+    assert!(lock.release().await.unwrap());
+}
+
+/// Version 2 (the tables of version 3, functions that rewrote the lease row for every waiter)
+/// gets version 3's functions, its rows kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_2_schema_gets_the_new_functions() {
+    let url = common::url();
+    let schema = common::fresh_schema();
+    let q = format!("\"{schema}\"");
+    let first = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
+        .await
+        .unwrap();
+    let lock = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
+    let client = common::client(&url).await;
+    // Version 2's acquire() wrote `waiting = true` whether or not it was set.
+    let body = "SELECT pg_get_functiondef(p.oid) LIKE '%AND NOT waiting%' FROM pg_proc p \
+                WHERE p.pronamespace = to_regnamespace($1) AND p.proname = 'acquire'";
+    let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
+    assert!(is_new);
+    client
+        .batch_execute(&format!(
+            "CREATE OR REPLACE FUNCTION {q}.acquire(p_name text, p_owner text, p_ttl bigint, \
+               p_id text, p_wait bigint, p_wd bigint, p_hb bigint) RETURNS bigint[] \
+               LANGUAGE sql AS 'SELECT ARRAY[2, 0, 0, 0]::bigint[]'; \
+             UPDATE {q}.meta SET version = 2;"
+        ))
+        .await
+        .unwrap();
+    let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
+    assert!(!is_new);
+    drop(first);
+    let locks = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
+        .await
+        .unwrap();
+    let version: i32 = client
+        .query_one(&format!("SELECT version FROM {q}.meta"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 3);
+    let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
+    assert!(is_new, "version 3's acquire() is installed");
+    assert_eq!(
+        locks.holder("held").await.unwrap().unwrap().token(),
+        lock.token()
+    );
     assert!(lock.release().await.unwrap());
 }

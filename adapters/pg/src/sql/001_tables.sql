@@ -4,7 +4,16 @@
 -- Times are bigint microseconds since the Unix epoch on the server's clock
 -- (clock_timestamp(), never now(), which is the transaction's start).
 
-CREATE SCHEMA IF NOT EXISTS @s@;
+-- Created only when missing: CREATE SCHEMA IF NOT EXISTS would check the right to create
+-- schemas in the database first, and a role given a schema an administrator created for it
+-- (CREATE SCHEMA .. AUTHORIZATION app) has none.
+DO $mk$
+BEGIN
+  IF to_regnamespace('@s@') IS NULL THEN
+    CREATE SCHEMA @s@;
+  END IF;
+END
+$mk$;
 
 -- One row: the schema's version and which clock its functions read ('server', or 'test' for
 -- a test build that adds @s@.test_clock's offset).

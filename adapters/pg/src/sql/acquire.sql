@@ -98,7 +98,10 @@ BEGIN
                                   WHERE name = p_name AND granted IS NULL),
                                 nextval('@arrivals@'))
        WHERE id = p_id;
-      UPDATE @s@.leases SET waiting = true WHERE name = p_name;
+      -- Only when it changes: a write that changes nothing would still make a new row version,
+      -- and a fence() in a REPEATABLE READ or SERIALIZABLE transaction fails (40001) on a
+      -- row updated after its snapshot.
+      UPDATE @s@.leases SET waiting = true WHERE name = p_name AND NOT waiting;
     END IF;
 
     IF v_queued THEN
@@ -148,7 +151,10 @@ BEGIN
       INSERT INTO @s@.waiters (id, name, long_name, arrival, owner, ttl, wd, hb)
         VALUES (p_id, p_name, v_long, nextval('@arrivals@'), p_owner, p_ttl, v_wd,
                 v_raw + p_hb);
-      UPDATE @s@.leases SET waiting = true WHERE name = p_name;
+      -- Only when it changes: a write that changes nothing would still make a new row version,
+      -- and a fence() in a REPEATABLE READ or SERIALIZABLE transaction fails (40001) on a
+      -- row updated after its snapshot.
+      UPDATE @s@.leases SET waiting = true WHERE name = p_name AND NOT waiting;
     END IF;
     -- Queued. No live lease (handed on to a waiter ahead, or free with a fence holding it
     -- off): nothing to wait for but a wake-up or the heartbeat.

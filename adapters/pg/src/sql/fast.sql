@@ -6,13 +6,18 @@
 -- time is the clock raised to the schema's floor and the row's `seen`, as in the functions;
 -- the last column moves the floor up (at most every 10 ms), after the row's lock.
 --
--- @try_lock_fast@: a free row (or a lapsed lease its holder had picked up), nobody waiting.
+-- @try_lock_fast@: a free row (or a lapsed lease its holder had picked up), nobody waiting,
+-- and a request the client has not withdrawn (cancel() marks a try_lock it gave up on: one
+-- that runs late is never granted; the function answers busy).
 -- The row is locked FOR UPDATE first (a plain UPDATE would take FOR NO KEY UPDATE, which a
--- transaction holding fence() with FOR KEY SHARE does not block): every grant waits for a
--- fenced transaction to end, up to the lock wait (then SQLSTATE 55P03: busy).
+-- transaction holding fence() with FOR KEY SHARE does not block), NOWAIT: a row a fenced
+-- transaction (or another operation, for well under a millisecond) holds fails the statement
+-- at once with SQLSTATE 55P03, and the client tries again after a pause, off the connection,
+-- until the lock wait has passed (then: busy). A statement never waits on the row, so calls
+-- pipelined behind it on the connection never wait for a fence.
 WITH c AS (SELECT t.n0, t.f, greatest(t.n0, t.f) AS n
              FROM (SELECT @now_expr@ AS n0, (SELECT last_value FROM @floor@) AS f) t),
-k AS (SELECT name FROM @s@.leases WHERE name = @s@._k($1) FOR UPDATE),
+k AS (SELECT name FROM @s@.leases WHERE name = @s@._k($1) FOR UPDATE NOWAIT),
 up AS (
   UPDATE @s@.leases l
      SET owner = $2, token = nextval('@tokens@'), deadline = greatest(l.seen, c.n) + $3,
@@ -20,6 +25,7 @@ up AS (
     FROM c, k
    WHERE l.name = k.name AND NOT l.waiting
      AND (l.owner IS NULL OR (l.claimed AND greatest(l.seen, c.n) >= l.deadline))
+     AND NOT EXISTS (SELECT 1 FROM @s@.cancelled x WHERE x.id = $4)
   RETURNING ARRAY[1, l.token, l.deadline, l.seen] AS reply)
 SELECT coalesce((SELECT reply FROM up), @s@.try_lock($1, $2, $3, $4)),
        (SELECT @s@._tick(c.n0) FROM c WHERE c.n0 > c.f + 10000)

@@ -11,8 +11,13 @@
 -- A refusal because the lease lapsed raises the schema's floor (a sequence: not undone by the
 -- abort the refusal causes), so that the lease stays lapsed if the server's clock steps back.
 -- fence() never touches the floor's lock otherwise: a long transaction holds nothing of it.
+-- SECURITY DEFINER (with a fixed search_path): it runs with the rights of the schema's owner,
+-- so a role that only writes guarded data needs nothing but USAGE on the schema (no right on
+-- the tables, whose rows it could otherwise change): a lapsed lease is refused with 55F01,
+-- not a permission error on the floor. The row lock is the caller's transaction's all the
+-- same.
 CREATE FUNCTION @s@.fence(p_name text, p_token bigint) RETURNS void
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_dl bigint;

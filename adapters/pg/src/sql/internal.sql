@@ -54,9 +54,10 @@ END
 $fn$;
 
 -- Locks the lease row of key p_name, creating a free one (owner NULL; p_long: the name when
--- it is long, see _k) if there is none: FOR UPDATE when p_excl (waits for a fence, up to the
--- connection's lock_timeout, then SQLSTATE 55P03), else FOR NO KEY UPDATE (a fence does not
--- block it).
+-- it is long, see _k) if there is none: FOR UPDATE NOWAIT when p_excl (a row a fence holds
+-- fails at once with SQLSTATE 55P03; the client pauses off the connection and tries again
+-- within the lock wait), else FOR NO KEY UPDATE (a fence does not block it; other
+-- operations hold it for well under a millisecond, bounded by the lock_timeout).
 CREATE FUNCTION @s@._lock_row(p_name text, p_excl boolean, p_long text) RETURNS @s@.leases
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -64,7 +65,7 @@ DECLARE
 BEGIN
   LOOP
     IF p_excl THEN
-      SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR UPDATE;
+      SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR UPDATE NOWAIT;
     ELSE
       SELECT * INTO r FROM @s@.leases WHERE name = p_name FOR NO KEY UPDATE;
     END IF;

@@ -3,8 +3,9 @@
 -- A free name with no row is inserted and granted at once; the token is taken after the
 -- insert (which holds the new row's lock), never before. p_req is kept in the lease, so that
 -- the same request run again (a retry after a lost reply) finds its own lease. A row held by
--- a transaction that called fence() is waited for up to the connection's lock_timeout (the
--- config's lock wait), then SQLSTATE 55P03: busy.
+-- a transaction that called fence() is not waited for: SQLSTATE 55P03 at once, and the
+-- client tries again off the connection until the config's lock wait has passed (then
+-- busy).
 CREATE FUNCTION @s@.try_lock(p_name text, p_owner text, p_ttl bigint, p_req text)
 RETURNS bigint[]
 LANGUAGE plpgsql AS $fn$
@@ -25,6 +26,12 @@ BEGIN
       VALUES (p_name, v_long, p_owner, v_now + p_ttl, p_ttl, p_req, v_now)
       ON CONFLICT DO NOTHING;
     IF FOUND THEN
+      -- Withdrawn (see below): the new row goes again, and the answer is busy.
+      IF EXISTS (SELECT 1 FROM @s@.cancelled WHERE id = p_req) THEN
+        DELETE FROM @s@.leases WHERE name = p_name;
+        v_out := ARRAY[0, 0, v_now];
+        EXIT body;
+      END IF;
       -- The insert may have waited for a transaction deleting the name's last row: lease
       -- time is read again after it, so it is never below the time that one acted at.
       v_now := greatest(v_now, @now_expr@);
@@ -36,6 +43,13 @@ BEGIN
     END IF;
     r := @s@._lock_row(p_name, true, v_long);
     v_now := greatest(v_now, r.seen);
+    -- Withdrawn: the client gave up on this request (its reply did not come in time) and
+    -- cancel() marked it, under this row's lock, before this statement ran: never granted
+    -- to a caller that was told the call failed.
+    IF EXISTS (SELECT 1 FROM @s@.cancelled WHERE id = p_req) THEN
+      v_out := ARRAY[0, CASE WHEN r.owner IS NULL THEN 0 ELSE r.deadline END, v_now];
+      EXIT body;
+    END IF;
     cur := @s@._settle(p_name, r, v_now, v_raw);
     IF cur.name IS NOT NULL THEN
       IF cur.req = p_req THEN

@@ -226,6 +226,42 @@ impl PgCluster {
         self.dir.join("data")
     }
 
+    /// A hot standby of `primary` on `port` (shifted as [`start`](Self::start) shifts it):
+    /// `pg_basebackup -R` of the primary into a scratch dir (streaming replication, never
+    /// promoted), then started. Stopped and removed when dropped, as any cluster.
+    pub fn standby_of(primary: &PgCluster, port: u16) -> PgCluster {
+        let port = support::port(port);
+        let dir = support::scratch_dir("pg-standby", port);
+        let mut cluster = PgCluster {
+            port,
+            dir,
+            bin: pg_bin(),
+            pid: None,
+        };
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["postgres"])
+                .arg(&cluster.dir)
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }
+        let out = cluster
+            .as_postgres(&cluster.bin.join("pg_basebackup"))
+            .args(["-h", "127.0.0.1", "-p", &primary.port.to_string()])
+            .args(["-U", "postgres", "-R", "-X", "stream", "-D"])
+            .arg(cluster.data())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pg_basebackup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster.launch();
+        cluster
+    }
+
     fn as_postgres(&self, program: &Path) -> Command {
         if is_root() {
             let mut c = Command::new("runuser");

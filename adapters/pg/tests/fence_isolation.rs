@@ -1,0 +1,89 @@
+//! `fence()` called first in a user's REPEATABLE READ or SERIALIZABLE transaction is not
+//! failed (40001) by waiters arriving meanwhile (issue 20): a waiter that queues behind others
+//! writes no lease row (the row's `waiting` flag is already set), so the row the fence locks
+//! has no newer version its snapshot cannot see. The waiter's step is held open (slow) while
+//! the fence runs, which made the failure deterministic.
+
+mod common;
+
+use std::time::Duration;
+
+use alkstore_pg::PgLocks;
+use tokio_postgres::IsolationLevel;
+
+const TTL: Duration = Duration::from_secs(30);
+
+async fn fence_while_a_slow_waiter_queues(level: IsolationLevel) {
+    let locks = common::store().await;
+    let url = common::url();
+    let q = format!("\"{}\"", locks.config().schema());
+    let name = "fence/iso";
+    let lock = locks.try_lock(name, "holder", TTL).await.unwrap().unwrap();
+    // A first waiter queues through the store (the name now has waiters).
+    let first = tokio::spawn({
+        let locks = locks.clone();
+        async move { locks.acquire(name, "first", TTL).await }
+    });
+    for _ in 0..500 {
+        if !locks.snapshot().await.unwrap().waiting.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(locks.snapshot().await.unwrap().waiting.len(), 1);
+
+    for round in 0..3 {
+        // A second waiter's step, slow: its transaction stays open while the fence runs.
+        let mut slow = common::client(&url).await;
+        let step = slow.transaction().await.unwrap();
+        let id = format!("slow-waiter-{round}");
+        let reply: Vec<i64> = step
+            .query_one(
+                &format!("SELECT {q}.acquire($1, 'slow', 30000000, $2, -1, -1, 30000000)"),
+                &[&name, &id],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(reply[0], 0, "queued: {reply:?}");
+
+        // The user's transaction: fence() first, at `level`.
+        let fenced = tokio::spawn({
+            let token = i64::try_from(lock.token()).unwrap();
+            let (sql, url) = (locks.fence_sql(), url.clone());
+            async move {
+                let mut user = common::client(&url).await;
+                let tx = user
+                    .build_transaction()
+                    .isolation_level(level)
+                    .start()
+                    .await?;
+                tx.execute(&sql, &[&name, &token]).await?;
+                tx.commit().await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        step.commit().await.unwrap();
+        let result = fenced.await.unwrap();
+        assert!(
+            result.is_ok(),
+            "{level:?} round {round}: fence() failed while a waiter queued: {result:?}"
+        );
+        let withdraw = format!("SELECT {q}.cancel($1, $2, false)");
+        slow.execute(&withdraw, &[&name, &id]).await.unwrap();
+    }
+    assert!(lock.release().await.unwrap());
+    let next = first.await.unwrap().unwrap().unwrap();
+    assert!(next.release().await.unwrap());
+    drop::<PgLocks>(locks);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeatable_read_fence_is_not_failed_by_arriving_waiters() {
+    fence_while_a_slow_waiter_queues(IsolationLevel::RepeatableRead).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serializable_fence_is_not_failed_by_arriving_waiters() {
+    fence_while_a_slow_waiter_queues(IsolationLevel::Serializable).await;
+}
