@@ -32,7 +32,10 @@ impl<P: Protocol> Locks<P> {
     /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
     /// [`LockError::InvalidTtl`] before any round trip, exactly as the core's;
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`:
-    /// then no lock is held by this call.
+    /// then no lock is held by this call. Its request may still run on the engine later (a
+    /// frozen server runs it when it thaws); the call runs on in the background, and a lease
+    /// it is granted then is released there, or withdrawn by the request's id if no answer
+    /// comes (retried until the engine answers, within bounds: see the crate docs).
     pub fn try_lock(
         &self,
         name: &str,

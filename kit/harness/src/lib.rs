@@ -55,6 +55,7 @@ mod conformance;
 pub mod contract;
 pub mod faults;
 mod fixture;
+pub mod frozen;
 pub mod processes;
 pub mod runtimes;
 pub mod support;
@@ -125,6 +126,7 @@ macro_rules! fault_tests {
             faults::a_killed_holders_lease_lapses_and_the_head_waiter_of_another_process_gets_it,
             faults::a_restart_keeps_tokens_increasing_and_the_store_recovers,
             faults::a_paused_server_gives_unavailable_within_the_io_timeout,
+            frozen::calls_refused_while_frozen_leave_no_lease_and_no_waiter_once_thawed,
             faults::a_bounded_wait_counts_from_its_first_poll_and_ends_within_wait_plus_io_timeout_while_frozen,
             faults::a_waiter_whose_sessions_are_killed_still_gets_the_lease,
             faults::a_crashed_unbounded_waiter_is_skipped_once_its_heartbeat_expires,
