@@ -118,9 +118,11 @@ pub(crate) async fn detached<T: Send + 'static>(
         late: io.saturating_add(LATE_ANSWER),
     };
     // On the timeout, `call` is dropped unfinished: its `Drop` lets the operation run on.
-    tokio::time::timeout(io, call)
-        .await
-        .unwrap_or_else(|_| Err(unavailable(format!("{engine} did not answer within {io:?}"))))
+    tokio::time::timeout(io, call).await.unwrap_or_else(|_| {
+        Err(unavailable(format!(
+            "{engine} did not answer within {io:?}"
+        )))
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The contract's operations on [`Locks`], written once over the engine's [`Protocol`]: take,
 //! wait for, look up, force-release and list locks.
 
+use core::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -97,15 +98,8 @@ impl<P: Protocol> Locks<P> {
     /// # Errors
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`.
     pub fn holder(&self, name: &str) -> RemoteFuture<'_, Option<LeaseInfo>> {
-        let valid = check_name(name, &self.config().limits()).is_ok();
-        let name = name.to_owned();
-        BoxedFuture::new(async move {
-            if !valid {
-                return Ok(None);
-            }
-            let (store, n) = (self.clone(), name.clone());
-            self.call(&name, async move { store.shared.engine.holder(&n).await })
-                .await
+        self.on_valid_name(name, |store, name| async move {
+            store.shared.engine.holder(&name).await
         })
     }
 
@@ -120,23 +114,37 @@ impl<P: Protocol> Locks<P> {
     /// # Errors
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`.
     pub fn force_release(&self, name: &str) -> RemoteFuture<'_, Option<LeaseInfo>> {
+        let call = self.on_valid_name(name, |store, name| async move {
+            store.shared.engine.force_release(&name).await
+        });
+        BoxedFuture::new(async move {
+            let ended = call.await?;
+            if let Some(lease) = &ended {
+                alkstore_mem::events::force_released(lease);
+            }
+            Ok(ended)
+        })
+    }
+
+    /// `op` on `name` in a task of its own (see [`Locks::call`]), or `Ok(None)` without a
+    /// round trip when `name` is not a valid lock name.
+    fn on_valid_name<T, F>(
+        &self,
+        name: &str,
+        op: impl FnOnce(Locks<P>, String) -> F + Send + 'static,
+    ) -> RemoteFuture<'_, Option<T>>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<Option<T>, LockError>> + Send + 'static,
+    {
         let valid = check_name(name, &self.config().limits()).is_ok();
         let name = name.to_owned();
         BoxedFuture::new(async move {
             if !valid {
                 return Ok(None);
             }
-            let (store, n) = (self.clone(), name.clone());
-            let ended = self
-                .call(
-                    &name,
-                    async move { store.shared.engine.force_release(&n).await },
-                )
-                .await?;
-            if let Some(lease) = &ended {
-                alkstore_mem::events::force_released(lease);
-            }
-            Ok(ended)
+            let op = op(self.clone(), name.clone());
+            self.call(&name, op).await
         })
     }
 

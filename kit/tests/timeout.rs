@@ -8,14 +8,13 @@ use std::time::Duration;
 
 use alkstore_kit::Locks;
 use alkstore_mem::LockError;
-use model::{Model, ModelConfig};
+use model::Model;
 
 const IO: Duration = Duration::from_millis(100);
 const TTL: Duration = Duration::from_secs(600);
 
 async fn store() -> Locks<Model> {
-    let config = ModelConfig::default().with_io_timeout(IO);
-    Locks::connect_with("model://", config).await.unwrap()
+    model::store_with(IO, None).await
 }
 
 fn unavailable<T: std::fmt::Debug>(answer: Result<T, LockError>) {
@@ -46,7 +45,10 @@ async fn a_try_lock_refused_for_time_leaves_no_lease_once_the_engine_runs_it() {
         locks.engine().freeze(freeze);
         let started = tokio::time::Instant::now();
         unavailable(locks.try_lock("job", "a", TTL).await);
-        assert!(started.elapsed() <= IO + Duration::from_millis(1), "{freeze:?}");
+        assert!(
+            started.elapsed() <= IO + Duration::from_millis(1),
+            "{freeze:?}"
+        );
         // Frozen for a while: the undo's attempts fail meanwhile.
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert!(locks.engine().held() >= 1, "the request is in the engine");

@@ -94,7 +94,11 @@ pub fn calls_refused_while_frozen_leave_no_lease_and_no_waiter_once_thawed<F: Fi
         );
         // And it stays clean (a late request withdrawn again after it ran).
         tokio::time::sleep(timeout * 3).await;
-        assert!(only_busy_is_held::<F>(&locks).await, "{:?}", locks.snapshot().await);
+        assert!(
+            only_busy_is_held::<F>(&locks).await,
+            "{:?}",
+            locks.snapshot().await
+        );
         assert_eq!(locks.sleepers_for_test(), 0, "no sleeper left registered");
         assert!(holder.release().await.unwrap());
     });

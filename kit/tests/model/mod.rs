@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use alkstore_kit::{CommonConfig, Fallback, Job, Listener, Protocol, WakeSink};
+use alkstore_kit::{CommonConfig, Fallback, Job, Listener, Locks, Protocol, WakeSink};
 use alkstore_mem::LockError;
 use tokio::sync::broadcast;
 
@@ -236,6 +236,39 @@ impl Clone for Model {
             freezer: Arc::clone(&self.freezer),
         }
     }
+}
+
+/// A multi-thread tokio runtime with `workers` workers, time on: what the model's tests run
+/// on when they need one of their own.
+pub fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A store on a fresh model with this `io_timeout`, and this waiter heartbeat (`None`: the
+/// default).
+pub async fn store_with(io: Duration, heartbeat: Option<Duration>) -> Locks<Model> {
+    let config = ModelConfig::default().with_io_timeout(io);
+    let config = match heartbeat {
+        Some(every) => config.with_waiter_heartbeat(every),
+        None => config,
+    };
+    Locks::connect_with("model://", config).await.unwrap()
+}
+
+/// A store on a fresh model (`io_timeout` 1 s) each of whose calls takes `delay`.
+pub async fn store_delayed(delay: Duration) -> Locks<Model> {
+    let locks = store_with(Duration::from_secs(1), None).await;
+    locks.engine().set_delay(delay);
+    locks
+}
+
+/// `n` seconds.
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
 }
 
 /// The error of a call the model did not answer.

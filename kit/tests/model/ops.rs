@@ -111,8 +111,7 @@ impl State {
             self.leave(name, id);
             return StepReply::Over;
         }
-        if queued.is_none() && !self.leases.contains_key(name) && !self.queues.contains_key(name)
-        {
+        if queued.is_none() && !self.leases.contains_key(name) && !self.queues.contains_key(name) {
             let value = self.grant(name, &step.owner, nanos(step.ttl), id);
             let now = self.ts(now);
             return StepReply::Granted(Reply { value, now });
