@@ -36,7 +36,7 @@ fn pair(master_port: u16, replica_port: u16) -> (RedisServer, RedisServer) {
             .contains("master_link_status:up")
             && master
                 .cli(&["INFO", "replication"])
-                .contains("connected_slaves:1")
+                .contains("state=online")
     });
     (master, replica)
 }

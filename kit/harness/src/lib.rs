@@ -1,5 +1,6 @@
 //! The shared test harness of the engines with a server (Redis, PostgreSQL, ...): the
-//! contract, fault, multi-process, cancel-safety and tracing tests, written once against a
+//! contract, fault (calls refused while the server is frozen included), multi-process,
+//! cancel-safety and tracing tests, written once against a
 //! [`Fixture`], as the conformance suite (`alkstore-mem-conformance`) is written once against
 //! its `Engine`. An engine's own test folder keeps only what is about its protocol (Lua
 //! scripts, SQL, `fence()`).
@@ -116,7 +117,8 @@ macro_rules! contract_tests {
     };
 }
 
-/// Faults on servers of the tests' own (see [`faults`]); includes the `child` entry point.
+/// Faults on servers of the tests' own (see [`faults`] and [`frozen`]); includes the `child`
+/// entry point.
 #[macro_export]
 macro_rules! fault_tests {
     ($fixture:expr) => {
