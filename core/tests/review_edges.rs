@@ -4,16 +4,13 @@
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::{Pin, pin};
+use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread;
 use std::time::Duration;
 
-use alkstore_mem::{
-    Config, LockError, LockOptions, LockRegistry, ManualClock, Timestamp, with_lock,
-};
+use alkstore_mem::{LockOptions, LockRegistry, ManualClock, Timestamp, with_lock};
 
 const SEC: Duration = Duration::from_secs(1);
 

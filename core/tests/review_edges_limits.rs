@@ -5,7 +5,7 @@
 
 use std::pin::pin;
 use std::sync::mpsc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::thread;
 use std::time::Duration;
 
