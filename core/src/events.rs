@@ -84,3 +84,25 @@ pub fn unavailable(context: &str, error: &LockError) {
     #[cfg(not(feature = "tracing"))]
     let _ = (context, error);
 }
+
+/// A clean-up call (the release of a dropped handle, the withdrawal of a request whose caller
+/// went away or was answered `Unavailable`) failed and will be tried again; `context` is the
+/// lock's name. Level `INFO`, message "lock clean-up retried".
+#[inline(always)]
+pub fn cleanup_retried(context: &str, attempt: u32, error: &LockError) {
+    #[cfg(feature = "tracing")]
+    tracing::info!(target: "alkstore", context, attempt, error = %error, "lock clean-up retried");
+    #[cfg(not(feature = "tracing"))]
+    let _ = (context, attempt, error);
+}
+
+/// A clean-up call failed on every attempt and is given up: a lease it was to end lapses at
+/// its deadline, a queue entry once its heartbeat expires. Level `WARN`, message "lock
+/// clean-up abandoned".
+#[inline(always)]
+pub fn cleanup_abandoned(context: &str, attempts: u32, error: &LockError) {
+    #[cfg(feature = "tracing")]
+    tracing::warn!(target: "alkstore", context, attempts, error = %error, "lock clean-up abandoned");
+    #[cfg(not(feature = "tracing"))]
+    let _ = (context, attempts, error);
+}

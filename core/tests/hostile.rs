@@ -8,93 +8,19 @@
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
-use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::Duration;
 
 use alkstore_mem::{Acquire, Lock, LockRegistry, ManualClock, Timer, Timestamp};
 
+#[path = "hostile/waker.rs"]
+mod waker;
+use waker::{Hooks, hostile_waker, panics_once};
+
 const MS: Duration = Duration::from_millis(1);
-
-/// What a hostile waker does when it is cloned, woken or dropped.
-#[derive(Default)]
-struct Hooks {
-    on_clone: Option<Box<dyn Fn() + Send + Sync>>,
-    on_wake: Option<Box<dyn Fn() + Send + Sync>>,
-    on_drop: Option<Box<dyn Fn() + Send + Sync>>,
-    wakes: AtomicUsize,
-}
-
-impl Hooks {
-    fn run(hook: &Option<Box<dyn Fn() + Send + Sync>>) {
-        if let Some(hook) = hook {
-            hook();
-        }
-    }
-}
-
-static VTABLE: RawWakerVTable = RawWakerVTable::new(clone_raw, wake_raw, wake_by_ref_raw, drop_raw);
-
-fn hooks_of<'a>(data: *const ()) -> &'a Hooks {
-    // SAFETY: `data` comes from `Arc::into_raw` of an `Arc<Hooks>` that this waker owns.
-    unsafe { &*(data as *const Hooks) }
-}
-
-unsafe fn clone_raw(data: *const ()) -> RawWaker {
-    // SAFETY: the waker owns one count of the Arc; the clone owns a new one.
-    unsafe { Arc::increment_strong_count(data as *const Hooks) };
-    Hooks::run(&hooks_of(data).on_clone);
-    RawWaker::new(data, &VTABLE)
-}
-
-unsafe fn wake_by_ref_raw(data: *const ()) {
-    let hooks = hooks_of(data);
-    hooks.wakes.fetch_add(1, Ordering::SeqCst);
-    Hooks::run(&hooks.on_wake);
-}
-
-unsafe fn wake_raw(data: *const ()) {
-    // Dropped even if the wake hook panics.
-    let _owned = OwnedCount(data);
-    unsafe { wake_by_ref_raw(data) };
-}
-
-unsafe fn drop_raw(data: *const ()) {
-    let _owned = OwnedCount(data);
-    Hooks::run(&hooks_of(data).on_drop);
-}
-
-/// One count of the waker's `Arc`, given back when dropped (also while unwinding).
-struct OwnedCount(*const ());
-
-impl Drop for OwnedCount {
-    fn drop(&mut self) {
-        // SAFETY: this waker owned one count.
-        unsafe { Arc::decrement_strong_count(self.0 as *const Hooks) };
-    }
-}
-
-fn hostile_waker(hooks: Hooks) -> (Waker, Arc<Hooks>) {
-    let hooks = Arc::new(hooks);
-    let data = Arc::into_raw(hooks.clone()) as *const ();
-    // SAFETY: the vtable's functions keep the Arc's count as a Waker's contract requires.
-    (
-        unsafe { Waker::from_raw(RawWaker::new(data, &VTABLE)) },
-        hooks,
-    )
-}
-
-/// A hook that panics once (the first time it runs after being armed).
-fn panics_once(armed: &Arc<AtomicBool>) -> Box<dyn Fn() + Send + Sync> {
-    let armed = armed.clone();
-    Box::new(move || {
-        if armed.swap(false, Ordering::SeqCst) {
-            panic!("hostile waker");
-        }
-    })
-}
 
 /// Runs `scenario` on its own thread; fails if it does not finish within 20 s.
 fn without_deadlock(what: &str, scenario: impl FnOnce() + Send + 'static) {

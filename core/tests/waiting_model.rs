@@ -15,6 +15,8 @@
 
 #[path = "waiting_model/model.rs"]
 mod model;
+#[path = "waiting_model/ops.rs"]
+mod ops;
 #[path = "waiting_model/traced.rs"]
 mod traced;
 
@@ -30,59 +32,10 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 
 use model::{Answer, FOREVER, Model, ModelWaiter, NAMES, Start};
+use ops::{Op, max_locks, op};
 use traced::Traced;
 
 const OWNERS: [&str; 3] = ["w1", "w2", "w3"];
-
-#[derive(Debug, Clone)]
-enum Op {
-    TryLock {
-        name: usize,
-        owner: usize,
-        ttl: u64,
-    },
-    Acquire {
-        name: usize,
-        owner: usize,
-        ttl: u64,
-        wait: Option<u64>,
-    },
-    Poll(usize),
-    Cancel(usize),
-    Release(usize),
-    DropLock(usize),
-    Renew {
-        lock: usize,
-        ttl: u64,
-    },
-    Detach(usize),
-    ForceRelease(usize),
-    Sweep,
-    Advance(u64),
-}
-
-fn op() -> impl Strategy<Value = Op> {
-    let wait = prop_oneof![2 => (0u64..60).prop_map(Some), 1 => Just(None)];
-    prop_oneof![
-        4 => (0..3usize, 0..3usize, 1u64..40).prop_map(|(name, owner, ttl)| Op::TryLock { name, owner, ttl }),
-        4 => (0..3usize, 0..3usize, 1u64..40, wait)
-            .prop_map(|(name, owner, ttl, wait)| Op::Acquire { name, owner, ttl, wait }),
-        4 => (0..6usize).prop_map(Op::Poll),
-        1 => (0..6usize).prop_map(Op::Cancel),
-        2 => (0..6usize).prop_map(Op::Release),
-        1 => (0..6usize).prop_map(Op::DropLock),
-        1 => (0..6usize, 1u64..40).prop_map(|(lock, ttl)| Op::Renew { lock, ttl }),
-        1 => (0..6usize).prop_map(Op::Detach),
-        1 => (0..3usize).prop_map(Op::ForceRelease),
-        1 => Just(Op::Sweep),
-        3 => (0u64..25).prop_map(Op::Advance),
-    ]
-}
-
-/// `max_locks`: mostly small, so that names compete for room.
-fn max_locks() -> impl Strategy<Value = Option<usize>> {
-    prop_oneof![1 => Just(None), 3 => (1usize..=3).prop_map(Some)]
-}
 
 struct Counter(AtomicUsize);
 impl Wake for Counter {

@@ -44,11 +44,15 @@ use crate::store::Locks;
 ///   or tokio's paused test clock, on which the kit also sleeps); the first step
 ///   hands the engine what is left of it. Once `wait` has passed, no step starts but one,
 ///   which picks up a lease handed over meanwhile or leaves the queue. A step still
-///   unanswered at `wait + io_timeout` is given up (`Unavailable`).
+///   unanswered at `wait + io_timeout` is given up (`Unavailable`), as is any step unanswered
+///   within the `io_timeout`; the step runs on in its task, and the waiter is withdrawn as
+///   when the future is dropped (below), so an `Unavailable` never leaves an entry or a
+///   lease behind.
 /// - Dropping the future (or an error) withdraws the waiter: its entry leaves the queue, and
 ///   a lease handed to it goes on to the next waiter. A step in flight runs on in its task and
 ///   withdraws the waiter again once it has answered (so a step that runs after the first
-///   withdrawal cannot leave a grant or an entry behind).
+///   withdrawal cannot leave a grant or an entry behind). Withdrawals that fail (the engine
+///   frozen or busy) are retried in the background, within bounds.
 #[must_use = "futures do nothing unless polled; dropping this one withdraws the request"]
 pub struct Acquire<P: Protocol>(PendingAcquire<Locks<P>, Lock<P>>);
 

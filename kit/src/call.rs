@@ -11,9 +11,19 @@
 //! [`Lock`](crate::Lock) dropped, which releases it; a waiter's step nobody receives drops an
 //! [`Undo`](crate::cleanup::Undo), which withdraws the waiter. If that runtime is shutting
 //! down, the task is dropped unfinished, and so are the clean-ups inside the operation, which
-//! then run on their fallback thread. Each operation is bounded by the `io_timeout`; an
-//! engine that panics while polled answers `Unavailable` (what the call held is dropped, and
-//! undone, then).
+//! then run on their fallback thread. An engine that panics while polled answers
+//! `Unavailable` (what the call held is dropped, and undone, then).
+//!
+//! # A call refused for time
+//! The caller waits at most the `io_timeout`, and is then answered `Unavailable`. The kit
+//! treats that exactly as a caller that stopped waiting: the operation is not cut off (its
+//! request may already be on the engine's side of the connection, frozen with the server, or
+//! queued behind a write lock, and may still run there), it is moved into a task of its own
+//! and runs on, so that whatever it does once the engine answers is undone by the same
+//! mechanism. So a caller told a call failed never ends up holding, or queued for, a lease
+//! no handle has. That task gives up on the answer after [`LATE_ANSWER`] more (then the
+//! operation is dropped, and its undo withdraws the request by its id, in the background,
+//! retried: see [`Cleanup`](crate::cleanup::Cleanup)).
 
 use core::future::Future;
 use core::pin::Pin;
@@ -39,12 +49,19 @@ pub(crate) fn need_runtime(engine: &str) -> Result<Handle, LockError> {
 /// An operation boxed for [`Detached`].
 type Op<T> = Pin<Box<dyn Future<Output = Result<T, LockError>> + Send>>;
 
+/// How long a call whose caller stopped waiting (or was answered `Unavailable` at the
+/// `io_timeout`) may still run in its task for an answer, beyond the `io_timeout`; then it is
+/// dropped and what it may have done is withdrawn by its request id.
+pub(crate) const LATE_ANSWER: Duration = Duration::from_secs(60);
+
 /// An operation in flight: polled by its caller, moved into a task of its own if the caller
 /// drops it unfinished.
 struct Detached<T: Send + 'static> {
     op: Option<Op<T>>,
     runtime: Handle,
     engine: &'static str,
+    /// How long the operation may run on in a task of its own.
+    late: Duration,
 }
 
 impl<T: Send + 'static> Future for Detached<T> {
@@ -72,17 +89,20 @@ impl<T: Send + 'static> Drop for Detached<T> {
     fn drop(&mut self) {
         if let Some(op) = self.op.take() {
             // Nobody waits any more: the operation ends in a task, and its answer is dropped
-            // there (see the module docs).
+            // there (see the module docs). Bounded, so that a call the engine never answers
+            // is not kept for ever: then its undo runs.
+            let late = self.late;
             self.runtime.spawn(async move {
-                drop(op.await);
+                drop(tokio::time::timeout(late, op).await);
             });
         }
     }
 }
 
-/// Runs `op` within `io` and waits for its answer. Dropping the returned future before it
-/// resolved moves `op` into a task on the runtime it started on, which runs it to its end
-/// and drops its answer there.
+/// Runs `op` and waits for its answer, at most `io`: then the answer is `Unavailable`, and
+/// `op` runs on in a task of its own, as it does when the returned future is dropped before
+/// it resolved: on the runtime it started on, to its end (at most [`LATE_ANSWER`] more), its
+/// answer dropped there (a grant released, a waiter withdrawn).
 ///
 /// Without a tokio runtime it answers `Unavailable` at once (the engines' I/O needs one).
 pub(crate) async fn detached<T: Send + 'static>(
@@ -91,20 +111,18 @@ pub(crate) async fn detached<T: Send + 'static>(
     op: impl Future<Output = Result<T, LockError>> + Send + 'static,
 ) -> Result<T, LockError> {
     let runtime = need_runtime(engine)?;
-    let op = async move {
-        match tokio::time::timeout(io, op).await {
-            Ok(answer) => answer,
-            Err(_) => Err(unavailable(format!(
-                "{engine} did not answer within {io:?}"
-            ))),
-        }
-    };
-    Detached {
+    let call = Detached {
         op: Some(Box::pin(op)),
         runtime,
         engine,
-    }
-    .await
+        late: io.saturating_add(LATE_ANSWER),
+    };
+    // On the timeout, `call` is dropped unfinished: its `Drop` lets the operation run on.
+    tokio::time::timeout(io, call).await.unwrap_or_else(|_| {
+        Err(unavailable(format!(
+            "{engine} did not answer within {io:?}"
+        )))
+    })
 }
 
 #[cfg(test)]
@@ -113,6 +131,7 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
+    #[derive(Debug)]
     struct Flag(Arc<AtomicBool>);
     impl Drop for Flag {
         fn drop(&mut self) {
@@ -158,6 +177,51 @@ mod tests {
         assert!(
             err.to_string().contains("toy did not answer within 5ms"),
             "{err}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_refused_for_time_runs_on_and_its_late_answer_is_dropped_in_the_task() {
+        let (finished, dropped) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (f, d) = (Arc::clone(&finished), Arc::clone(&dropped));
+        let err = detached("toy", Duration::from_millis(5), async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            f.store(true, Ordering::SeqCst);
+            Ok(Flag(d))
+        })
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("within 5ms"), "{err}");
+        assert!(!finished.load(Ordering::SeqCst));
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(finished.load(Ordering::SeqCst), "the refused call ran on");
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "its late answer was dropped (undone) in the task"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_never_answered_is_dropped_after_the_late_answer_bound() {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let guard = Flag(Arc::clone(&dropped));
+        let err = detached("toy", Duration::from_millis(5), async move {
+            let _guard = guard;
+            std::future::pending::<()>().await;
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("did not answer"), "{err}");
+        tokio::time::sleep(LATE_ANSWER - Duration::from_millis(100)).await;
+        assert!(!dropped.load(Ordering::SeqCst), "still waited for");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "dropped (its undo runs) once the bound passed"
         );
     }
 

@@ -1,6 +1,7 @@
 //! The contract's operations on [`Locks`], written once over the engine's [`Protocol`]: take,
 //! wait for, look up, force-release and list locks.
 
+use core::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -32,7 +33,10 @@ impl<P: Protocol> Locks<P> {
     /// [`LockError::InvalidName`], [`LockError::ReservedName`], [`LockError::InvalidOwner`],
     /// [`LockError::InvalidTtl`] before any round trip, exactly as the core's;
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`:
-    /// then no lock is held by this call.
+    /// then no lock is held by this call. Its request may still run on the engine later (a
+    /// frozen server runs it when it thaws); the call runs on in the background, and a lease
+    /// it is granted then is released there, or withdrawn by the request's id if no answer
+    /// comes (retried until the engine answers, within bounds: see the crate docs).
     pub fn try_lock(
         &self,
         name: &str,
@@ -94,15 +98,8 @@ impl<P: Protocol> Locks<P> {
     /// # Errors
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`.
     pub fn holder(&self, name: &str) -> RemoteFuture<'_, Option<LeaseInfo>> {
-        let valid = check_name(name, &self.config().limits()).is_ok();
-        let name = name.to_owned();
-        BoxedFuture::new(async move {
-            if !valid {
-                return Ok(None);
-            }
-            let (store, n) = (self.clone(), name.clone());
-            self.call(&name, async move { store.shared.engine.holder(&n).await })
-                .await
+        self.on_valid_name(name, |store, name| async move {
+            store.shared.engine.holder(&name).await
         })
     }
 
@@ -117,23 +114,37 @@ impl<P: Protocol> Locks<P> {
     /// # Errors
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`.
     pub fn force_release(&self, name: &str) -> RemoteFuture<'_, Option<LeaseInfo>> {
+        let call = self.on_valid_name(name, |store, name| async move {
+            store.shared.engine.force_release(&name).await
+        });
+        BoxedFuture::new(async move {
+            let ended = call.await?;
+            if let Some(lease) = &ended {
+                alkstore_mem::events::force_released(lease);
+            }
+            Ok(ended)
+        })
+    }
+
+    /// `op` on `name` in a task of its own (see [`Locks::call`]), or `Ok(None)` without a
+    /// round trip when `name` is not a valid lock name.
+    fn on_valid_name<T, F>(
+        &self,
+        name: &str,
+        op: impl FnOnce(Locks<P>, String) -> F + Send + 'static,
+    ) -> RemoteFuture<'_, Option<T>>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<Option<T>, LockError>> + Send + 'static,
+    {
         let valid = check_name(name, &self.config().limits()).is_ok();
         let name = name.to_owned();
         BoxedFuture::new(async move {
             if !valid {
                 return Ok(None);
             }
-            let (store, n) = (self.clone(), name.clone());
-            let ended = self
-                .call(
-                    &name,
-                    async move { store.shared.engine.force_release(&n).await },
-                )
-                .await?;
-            if let Some(lease) = &ended {
-                alkstore_mem::events::force_released(lease);
-            }
-            Ok(ended)
+            let op = op(self.clone(), name.clone());
+            self.call(&name, op).await
         })
     }
 

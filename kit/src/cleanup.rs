@@ -16,8 +16,17 @@
 //!   `io_timeout` (the engine frozen or gone), the helpers of the next `io_timeout` are not
 //!   waited for (they still run, detached). A shutdown that drops a thousand handles while
 //!   the engine is frozen waits about one `io_timeout`, not a thousand.
-//! - Best effort: if the engine cannot be reached, a lease lapses at its deadline and a queue
-//!   entry is skipped once its heartbeat expires.
+//! - Retried: a call that fails (the engine frozen, restarting, its write lock held) is tried
+//!   again after a pause, 50 ms doubling to 2 s, up to [`ATTEMPTS`] times in all (about 9 s
+//!   of pauses plus the attempts, each within the `io_timeout`), with a tracing event each
+//!   time (`cleanup_retried`, and `cleanup_abandoned` when it gives up).
+//! - A withdrawal whose request may still be in flight somewhere (`unanswered`: sent on a
+//!   connection since replaced, or frozen with the server) runs once more one `io_timeout`
+//!   after it succeeded, so that a request the engine only ran after it (it came in on
+//!   another connection) is withdrawn too. Engines whose withdrawal leaves a mark that a
+//!   later run of the request honours need no such help, and get it anyway.
+//! - Best effort all the same: if the engine cannot be reached, a lease lapses at its
+//!   deadline and a queue entry is skipped once its heartbeat expires.
 //!
 //! Every job is idempotent (a release carries its request id; a withdrawal of an entry
 //! already gone changes nothing), so the helper may run a call the dropped task had sent.
@@ -70,8 +79,8 @@ impl<P: Protocol> Cleanup<P> {
                 runtime.spawn(async move {
                     let mut cleanup = self;
                     if let Some(job) = cleanup.job.clone() {
-                        // Best effort: the outcome (or an error) changes nothing for anybody.
-                        let _ = cleanup.store.run_job(&job).await;
+                        // Best effort: the outcome changes nothing for anybody.
+                        retried(&cleanup.store, &job).await;
                     }
                     cleanup.job = None;
                 });
@@ -99,6 +108,48 @@ impl<P: Protocol> Drop for Cleanup<P> {
             }
         }
     }
+}
+
+/// How many times a clean-up call is tried in all.
+pub(crate) const ATTEMPTS: u32 = 10;
+
+/// The pause after the first failed attempt; it doubles after each, up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(50);
+
+/// The longest pause between two attempts.
+const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// Runs `job` on `store` until it succeeds, at most [`ATTEMPTS`] times (see the module
+/// docs); a withdrawal of a request that may still be in flight runs once more one
+/// `io_timeout` after it succeeded. Whether it succeeded.
+async fn retried<P: Protocol>(store: &Locks<P>, job: &Job) -> bool {
+    let (context, confirm) = match job {
+        Job::Release { name, .. } => (name, false),
+        Job::Withdraw {
+            name, unanswered, ..
+        } => (name, *unanswered),
+    };
+    let mut pause = FIRST_PAUSE;
+    for attempt in 1..=ATTEMPTS {
+        match store.run_job(job).await {
+            Ok(()) => {
+                if confirm {
+                    tokio::time::sleep(store.config().io_timeout()).await;
+                    let _ = store.run_job(job).await;
+                }
+                return true;
+            }
+            Err(err) if attempt == ATTEMPTS => {
+                alkstore_mem::events::cleanup_abandoned(context, attempt, &err);
+            }
+            Err(err) => {
+                alkstore_mem::events::cleanup_retried(context, attempt, &err);
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(MAX_PAUSE);
+            }
+        }
+    }
+    false
 }
 
 /// A [`Cleanup`] to run if it is dropped armed: for the answer of a call whose caller may be

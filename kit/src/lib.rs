@@ -16,6 +16,14 @@
 //!   caller's, so that requests leave in the order they are made), so a caller that stops
 //!   waiting never cuts a call in half nor throws a healthy connection away, and whatever
 //!   the call brought back (a grant, a place in a queue) is undone there;
+//! - a call refused for time is treated as one dropped: the kit answers `Unavailable` at the
+//!   `io_timeout`, but lets the request run on in its task, so whatever the engine does with
+//!   it later (a frozen server thawing, a write lock freed) is undone by its request id; the
+//!   undo, as every clean-up, is retried in the background (up to ten attempts over about
+//!   ten seconds plus the attempts' `io_timeout`s) with tracing events. A caller told a call
+//!   failed never ends up holding, or queued for, a lease no handle has. A refused renewal
+//!   may still be applied: the handle then keeps its earlier, shorter, deadline (see
+//!   [`Lock::renew`]);
 //! - the shared config limits ([`CommonConfig`], [`common_config!`]), request ids
 //!   ([`new_id`]), and the core's tracing events;
 //! - the contract traits [`LockStore`](alkstore_mem::LockStore) and

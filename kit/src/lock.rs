@@ -202,8 +202,16 @@ impl<P: Protocol> Lock<P> {
     /// # Errors
     /// [`LockError::InvalidTtl`] for a zero `ttl` (no round trip); [`LockError::Expired`] at
     /// or after the deadline, or when the lease was lost (it stays lost);
-    /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`
-    /// (the lease then lapses at its deadline unless a later renewal succeeds).
+    /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`.
+    /// The lease then lapses at the deadline this handle knows unless a later renewal
+    /// succeeds, **or** the refused renewal is applied after all: its request may be in
+    /// flight (a frozen server runs it when it thaws), and the kit lets it run on in the
+    /// background rather than cut the connection. The handle keeps the deadline and ttl it
+    /// knew, which are never later than the lease's real ones: [`deadline`](Self::deadline),
+    /// [`keep_alive`](Self::keep_alive) and [`lapsed`](Self::lapsed) then err early, never
+    /// late, the lease is still this handle's (same token), and [`release`](Self::release)
+    /// or a drop ends it whichever deadline it has. Renew again (or call
+    /// [`is_held`](Self::is_held)) to learn the real deadline.
     pub fn renew(&mut self, ttl: Duration) -> RemoteFuture<'_, ()> {
         BoxedFuture::new(async move {
             if ttl.is_zero() {
@@ -265,8 +273,10 @@ impl<P: Protocol> Lock<P> {
     ///
     /// # Errors
     /// [`LockError::Unavailable`] when the engine does not answer within the `io_timeout`,
-    /// or the runtime shuts down during the call: the handle's drop then tries once more, as
-    /// any dropped lock's does (failing that, the lease lapses at its deadline).
+    /// or the runtime shuts down during the call: the handle's drop then releases it in the
+    /// background, retried, as any dropped lock's does (the refused call also runs on; a
+    /// second release of a released lease changes nothing; failing every attempt, the lease
+    /// lapses at its deadline).
     pub fn release(self) -> RemoteFuture<'static, bool> {
         BoxedFuture::new(async move {
             let mut lock = self;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use alkstore_kit::Locks;
 use futures_lite::future::poll_once;
-use model::{Model, ModelConfig};
+use model::Model;
 
 /// The system allocator, counting the bytes live.
 struct Counting;
@@ -65,8 +65,7 @@ async fn burst(locks: &Locks<Model>, n: usize) -> usize {
 /// life (about 4 MB after 100k waiters, with none left); it now shrinks as they leave.
 #[tokio::test(start_paused = true)]
 async fn memory_follows_the_live_state_after_a_burst_of_100k_waiters() {
-    let config = ModelConfig::default().with_io_timeout(Duration::from_secs(1));
-    let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
+    let locks = model::store_with(Duration::from_secs(1), None).await;
     let mut holders = Vec::new();
     for i in 0..NAMES {
         let name = format!("job-{i}");

@@ -5,15 +5,7 @@ mod model;
 
 use std::time::Duration;
 
-use alkstore_kit::Locks;
-use model::{Model, ModelConfig};
-
-async fn store(delay: Duration) -> Locks<Model> {
-    let config = ModelConfig::default().with_io_timeout(Duration::from_secs(1));
-    let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
-    locks.engine().set_delay(delay);
-    locks
-}
+use model::store_delayed as store;
 
 /// A small deterministic generator, so that a failure replays.
 fn steps(seed: u64, n: usize) -> impl Iterator<Item = Duration> {
@@ -179,11 +171,7 @@ async fn keep_alive_and_lapsed_dropped_leave_no_sleeper() {
 
 #[test]
 fn locks_dropped_as_the_runtime_shuts_down_are_released_by_the_fallback() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = model::runtime(1);
     let locks = runtime.block_on(store(Duration::ZERO));
     let held: Vec<_> = runtime.block_on(async {
         let mut held = Vec::new();

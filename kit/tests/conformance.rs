@@ -38,12 +38,7 @@ impl Engine for ModelEngine {
 }
 
 fn run(test: impl Future<Output = ()>) {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(test);
+    model::runtime(2).block_on(test);
 }
 
 alkstore_mem_conformance::conformance_suite!(engine = ModelEngine, run = run);

@@ -5,19 +5,7 @@ mod model;
 
 use std::time::Duration;
 
-use alkstore_kit::Locks;
-use model::{Model, ModelConfig};
-
-async fn store(delay: Duration) -> Locks<Model> {
-    let config = ModelConfig::default().with_io_timeout(Duration::from_secs(1));
-    let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
-    locks.engine().set_delay(delay);
-    locks
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+use model::{secs, store_delayed as store};
 
 /// Finding: with no tokio runtime on the thread, `acquire(..).timeout(w)`, `keep_alive`,
 /// `lapsed` and `snapshot` panicked inside tokio's timers ("there is no reactor running")
@@ -187,11 +175,7 @@ fn requests_reach_the_engine_in_the_order_they_are_made() {
 /// the fallback at shutdown; a second release of a released lease changes nothing).
 #[test]
 fn a_release_cut_by_the_runtime_shutting_down_is_still_released() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = model::runtime(1);
     let locks = runtime.block_on(store(Duration::ZERO));
     let lock = runtime
         .block_on(locks.try_lock("job", "w", secs(600)))
@@ -330,11 +314,7 @@ async fn keep_alive_from_eight_tasks_on_one_handle() {
 #[test]
 fn clones_on_four_threads_take_turns() {
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    let main = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let main = model::runtime(1);
     let locks = main.block_on(store(Duration::ZERO));
     let inside = std::sync::Arc::new(AtomicUsize::new(0));
     let threads: Vec<_> = (0..4)

@@ -12,18 +12,7 @@ use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
 use alkstore_kit::Locks;
-use model::{Model, ModelConfig};
-
-async fn store(delay: Duration) -> Locks<Model> {
-    let config = ModelConfig::default().with_io_timeout(Duration::from_secs(1));
-    let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
-    locks.engine().set_delay(delay);
-    locks
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+use model::{Model, secs, store_delayed as store};
 
 /// A waker that cancels a sibling future when it is woken (as an executor that tears down
 /// a `select!`'s losers from its wake-up does), and reports each wake-up.
@@ -51,11 +40,7 @@ impl Wake for Cancelling {
 /// leaves the registry) deadlocked the listener task and its worker thread for good.
 #[test]
 fn a_waker_that_calls_back_into_the_store_does_not_deadlock_the_listener() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = model::runtime(2);
     let locks = runtime.block_on(store(Duration::ZERO));
     let _holder = runtime
         .block_on(locks.try_lock("job", "h", secs(600)))
@@ -172,19 +157,8 @@ async fn dropping_the_store_and_its_waiters_leaves_no_task() {
 /// waited for the waiter's heartbeat (here 60 s) instead of arriving at once.
 #[test]
 fn the_listener_runs_on_the_stores_runtime_not_the_first_sleepers() {
-    let main = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let locks = main.block_on(async {
-        let config = ModelConfig::default()
-            .with_io_timeout(secs(1))
-            .with_waiter_heartbeat(secs(60));
-        Locks::<Model>::connect_with("model://", config)
-            .await
-            .unwrap()
-    });
+    let main = model::runtime(2);
+    let locks = main.block_on(async { model::store_with(secs(1), Some(secs(60))).await });
     let other = main
         .block_on(locks.try_lock("other", "h", secs(600)))
         .unwrap()
@@ -201,22 +175,26 @@ fn the_listener_runs_on_the_stores_runtime_not_the_first_sleepers() {
         .block_on(locks.try_lock("job", "h", secs(600)))
         .unwrap()
         .unwrap();
-    let waiter = main.spawn({
+    main.block_on(hands_off_to_a_waiter(&locks, holder));
+    drop(side);
+}
+
+/// Releases `holder` ("job") while "w" waits for it: the hand-off's wake-up reaches it
+/// within 10 s (not its 60 s heartbeat).
+async fn hands_off_to_a_waiter(locks: &Locks<Model>, holder: alkstore_kit::Lock<Model>) {
+    let waiter = tokio::spawn({
         let locks = locks.clone();
         async move { locks.acquire("job", "w", secs(60)).await }
     });
-    main.block_on(async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(holder.release().await.unwrap());
-        let lock = tokio::time::timeout(secs(10), waiter)
-            .await
-            .expect("the hand-off's wake-up reached the waiter")
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert_eq!(lock.owner(), "w");
-    });
-    drop(side);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(holder.release().await.unwrap());
+    let lock = tokio::time::timeout(secs(10), waiter)
+        .await
+        .expect("the hand-off's wake-up reached the waiter")
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(lock.owner(), "w");
 }
 
 /// And once the store's runtime has shut down, the listener runs on the current one.
@@ -226,39 +204,16 @@ fn once_the_stores_runtime_is_gone_the_listener_runs_on_the_current_one() {
         .enable_all()
         .build()
         .unwrap();
-    let locks = first.block_on(async {
-        let config = ModelConfig::default()
-            .with_io_timeout(secs(1))
-            .with_waiter_heartbeat(secs(60));
-        Locks::<Model>::connect_with("model://", config)
-            .await
-            .unwrap()
-    });
+    let locks = first.block_on(async { model::store_with(secs(1), Some(secs(60))).await });
     drop(first);
-    let second = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let second = model::runtime(2);
     second.block_on(async {
         let holder = locks
             .try_lock("job", "h", secs(600))
             .await
             .unwrap()
             .unwrap();
-        let waiter = tokio::spawn({
-            let locks = locks.clone();
-            async move { locks.acquire("job", "w", secs(60)).await }
-        });
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        assert!(holder.release().await.unwrap());
-        let lock = tokio::time::timeout(secs(10), waiter)
-            .await
-            .expect("the hand-off's wake-up reached the waiter")
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert_eq!(lock.owner(), "w");
+        hands_off_to_a_waiter(&locks, holder).await;
     });
 }
 
@@ -280,19 +235,8 @@ impl Wake for Panicking {
 /// waiter's heartbeat (here 60 s). The listener now survives a waker's panic.
 #[test]
 fn a_waker_that_panics_does_not_end_the_listener() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let locks = runtime.block_on(async {
-        let config = ModelConfig::default()
-            .with_io_timeout(secs(1))
-            .with_waiter_heartbeat(secs(60));
-        Locks::<Model>::connect_with("model://", config)
-            .await
-            .unwrap()
-    });
+    let runtime = model::runtime(2);
+    let locks = runtime.block_on(async { model::store_with(secs(1), Some(secs(60))).await });
     let _other = runtime
         .block_on(locks.try_lock("other", "h", secs(600)))
         .unwrap()
@@ -343,10 +287,7 @@ fn a_waker_that_panics_does_not_end_the_listener() {
 /// panic is now one more failed subscription: the listener runs again after its backoff.
 #[tokio::test(start_paused = true)]
 async fn a_listener_that_panics_is_restarted() {
-    let config = ModelConfig::default()
-        .with_io_timeout(secs(1))
-        .with_waiter_heartbeat(secs(60));
-    let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
+    let locks = model::store_with(secs(1), Some(secs(60))).await;
     let holder = locks
         .try_lock("job", "h", secs(600))
         .await

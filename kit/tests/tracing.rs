@@ -7,9 +7,7 @@ mod model;
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
-use alkstore_kit::Locks;
 use futures_lite::FutureExt;
-use model::{Model, ModelConfig};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
@@ -40,8 +38,7 @@ async fn panics<F: std::future::Future>(fut: F) -> bool {
 #[tokio::test(start_paused = true)]
 async fn a_subscriber_that_panics_leaves_nothing_held() {
     let _guard = tracing::subscriber::set_default(Panicking);
-    let config = ModelConfig::default().with_io_timeout(Duration::from_secs(1));
-    let locks: Locks<Model> = Locks::connect_with("model://", config).await.unwrap();
+    let locks = model::store_with(Duration::from_secs(1), None).await;
     let ttl = Duration::from_secs(600);
     // A grant's event panics: the handle's drop releases it.
     assert!(panics(locks.try_lock("job", "a", ttl)).await);

@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use alkstore_redis::{RedisAcquire, RedisConfig, RedisLock, RedisLocks};
-use common::{eventually, fresh_namespace, namespace_keys, runtime, shared_cli, url};
+use common::{eventually, fresh_namespace, live_keys, namespace_keys, runtime, shared_cli, url};
 use tokio::runtime::Runtime;
 
 const LONG: Duration = Duration::from_secs(30);
@@ -20,6 +20,18 @@ async fn connect_with(ns: &str, config: RedisConfig) -> RedisLocks {
     RedisLocks::connect_with(&url(), config.with_namespace(ns))
         .await
         .expect("the test Redis answers")
+}
+
+/// A fresh namespace, a runtime, a store there, and its lease on "q" (`LONG`).
+fn held_q() -> (String, Runtime, RedisLocks, RedisLock) {
+    let ns = fresh_namespace();
+    let rt = runtime();
+    let locks = rt.block_on(connect_with(&ns, RedisConfig::new()));
+    let holder = rt
+        .block_on(locks.try_lock("q", "holder", LONG))
+        .unwrap()
+        .unwrap();
+    (ns, rt, locks, holder)
 }
 
 /// The waiters queued for `name` in `ns`.
@@ -35,14 +47,6 @@ fn waiter_entries(ns: &str) -> usize {
         .iter()
         .filter(|k| k.starts_with(&prefix))
         .count()
-}
-
-/// `ns`'s keys without the release marks (`{ns}:released:<rid>`).
-fn keys_but_marks(ns: &str) -> Vec<String> {
-    let marks = format!("{{{ns}}}:released:");
-    let mut keys = namespace_keys(ns);
-    keys.retain(|k| !k.starts_with(&marks));
-    keys
 }
 
 /// `ns`'s release marks, with their remaining life in ms (`PTTL`: -1 means no expiry).
@@ -105,13 +109,7 @@ fn queue_live(
 
 #[test]
 fn a_waiter_dropped_as_its_runtime_shuts_down_is_withdrawn_and_the_next_waiter_served_at_once() {
-    let ns = fresh_namespace();
-    let rt = runtime();
-    let locks = rt.block_on(connect_with(&ns, RedisConfig::new()));
-    let holder = rt
-        .block_on(locks.try_lock("q", "holder", LONG))
-        .unwrap()
-        .unwrap();
+    let (ns, rt, locks, holder) = held_q();
     // The doomed waiter: a task on a runtime (and a store) of its own, as in a process whose
     // `#[tokio::main]` returns while the task still waits. The default 1 s heartbeat keeps its
     // entry fresh for up to 3 s unless it is withdrawn.
@@ -136,18 +134,12 @@ fn a_waiter_dropped_as_its_runtime_shuts_down_is_withdrawn_and_the_next_waiter_s
     );
     assert!(took < Duration::from_secs(1), "{took:?}: served late");
     rt.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
-    assert_eq!(keys_but_marks(&ns), counters(&ns));
+    assert_eq!(live_keys(&ns), counters(&ns));
 }
 
 #[test]
 fn a_waiter_dropped_on_a_thread_without_a_runtime_is_withdrawn_before_the_drop_returns() {
-    let ns = fresh_namespace();
-    let rt = runtime();
-    let locks = rt.block_on(connect_with(&ns, RedisConfig::new()));
-    let holder = rt
-        .block_on(locks.try_lock("q", "holder", LONG))
-        .unwrap()
-        .unwrap();
+    let (ns, rt, locks, holder) = held_q();
     let mut doomed: std::pin::Pin<Box<RedisAcquire>> = Box::pin(locks.acquire("q", "doomed", LONG));
     rt.block_on(async {
         let polled = tokio::time::timeout(Duration::from_millis(100), &mut doomed).await;
@@ -204,7 +196,7 @@ fn release_marks_expire_within_a_bounded_time_even_with_the_largest_io_timeout()
         marks.iter().map(|(_, p)| *p).max().unwrap()
     );
     // Nothing else is left: the marks are all that outlives the releases, and they expire.
-    assert_eq!(keys_but_marks(&ns), vec![format!("{{{ns}}}:token")]);
+    assert_eq!(live_keys(&ns), vec![format!("{{{ns}}}:token")]);
     let mut del = vec!["DEL"];
     del.extend(marks.iter().map(|(k, _)| k.as_str()));
     shared_cli(&del);
@@ -291,7 +283,7 @@ fn after_a_burst_of_operations_the_namespace_holds_only_what_its_live_state_need
     // Right away (the spawned releases and withdrawals have run within a few ms): nothing
     // held, nobody waiting, so only the counters and the fresh release marks.
     eventually("only the counters and the marks are left", || {
-        keys_but_marks(&ns) == counters(&ns)
+        live_keys(&ns) == counters(&ns)
     });
     // (On a loaded machine some marks may be gone already: each lives one second.)
     let marks = marks(&ns);

@@ -4,112 +4,29 @@
 //! it; with the replica frozen (SIGSTOP) or too few replicas, the call is `Unavailable` and
 //! the grant is withdrawn on the master.
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+mod common;
 
 use alkstore_kit_harness::support;
 use alkstore_redis::alkstore_mem::LockError;
 use alkstore_redis::{RedisConfig, RedisLocks};
+use common::RedisServer;
 
-/// A redis-server of the test's own on 127.0.0.1:`port` with `extra` arguments.
-struct Node {
-    port: u16,
-    dir: PathBuf,
-    pid: Option<u32>,
-}
-
-impl Node {
-    fn start(port: u16, extra: &[&str]) -> Node {
-        let port = support::port(port);
-        assert!(
-            !support::listens(port),
-            "something already listens on 127.0.0.1:{port}; not touching it"
-        );
-        let dir = support::scratch_dir("redis-replica", port);
-        let pidfile = dir.join("redis.pid");
-        let status = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .arg("--dir")
-            .arg(&dir)
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "yes"])
-            .arg("--pidfile")
-            .arg(&pidfile)
-            .arg("--logfile")
-            .arg(dir.join("redis.log"))
-            .args(extra)
-            .status()
-            .expect("redis-server runs (make setup installs it)");
-        assert!(status.success());
-        support::wait_until("redis-server writes its pid", || {
-            std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<u32>().is_ok())
-        });
-        let pid = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let node = Node {
-            port,
-            dir,
-            pid: Some(pid),
-        };
-        support::wait_until("redis-server answers", || {
-            node.cli(&["ping"]).starts_with("PONG")
-        });
-        node
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, ns: &str) -> usize {
-        let pattern = format!("{{{ns}}}:lock:*");
-        self.cli(&["--scan", "--pattern", &pattern])
-            .lines()
-            .filter(|l| !l.is_empty())
-            .count()
-    }
-}
-
-impl Node {
-    /// SIGKILL (after SIGCONT), and waits until it is gone.
-    fn kill(&mut self) {
-        if let Some(pid) = self.pid.take() {
-            support::signal(pid, "-CONT");
-            support::signal(pid, "-KILL");
-            support::wait_gone(pid);
-        }
-    }
-
-    fn signal(&self, signal: &str) {
-        self.pid
-            .into_iter()
-            .for_each(|pid| support::signal(pid, signal));
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// How many leases of namespace `ns` `node` has.
+fn lease_keys(node: &RedisServer, ns: &str) -> usize {
+    let pattern = format!("{{{ns}}}:lock:*");
+    node.cli(&["--scan", "--pattern", &pattern])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .count()
 }
 
 /// A master and one replica in sync.
-fn pair(master_port: u16, replica_port: u16) -> (Node, Node) {
-    let master = Node::start(master_port, &[]);
-    let replica = Node::start(
+fn pair(master_port: u16, replica_port: u16) -> (RedisServer, RedisServer) {
+    // No 5 s wait before a diskless sync (Redis 7's default): the replica is in sync at once.
+    let master = RedisServer::start_with(master_port, &["--repl-diskless-sync-delay", "0"]);
+    let replica = RedisServer::start_with(
         replica_port,
         &["--replicaof", "127.0.0.1", &master.port.to_string()],
     );
@@ -119,7 +36,7 @@ fn pair(master_port: u16, replica_port: u16) -> (Node, Node) {
             .contains("master_link_status:up")
             && master
                 .cli(&["INFO", "replication"])
-                .contains("connected_slaves:1")
+                .contains("state=online")
     });
     (master, replica)
 }
@@ -154,25 +71,12 @@ fn a_grant_renewal_and_hand_off_are_on_the_replica_before_the_caller_holds_them(
             .unwrap()
             .expect("free");
         assert_eq!(
-            replica.keys(&ns),
+            lease_keys(&replica, &ns),
             1,
             "the lease is on the replica when try_lock returns"
         );
         first.renew(ttl).await.unwrap();
-        let waiter = {
-            let locks = locks.clone();
-            tokio::spawn(async move {
-                locks
-                    .acquire("r/a", "two", ttl)
-                    .timeout(Duration::from_secs(5))
-                    .await
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let token = first.token();
-        assert_eq!(first.release().await, Ok(true));
-        let second = waiter.await.unwrap().unwrap().expect("handed over");
-        assert!(second.token() > token);
+        let second = common::hand_off(&locks, first, ttl).await;
         let on_replica = replica.cli(&["HGETALL", &format!("{{{ns}}}:lock:r/a")]);
         assert!(
             on_replica.contains(&second.token().to_string()),
@@ -209,7 +113,7 @@ fn a_grant_no_replica_acknowledges_is_unavailable_and_withdrawn() {
             .await
             .unwrap();
         support::wait_until("the unacknowledged grant is withdrawn", || {
-            master.keys(&ns) == 0
+            lease_keys(&master, &ns) == 0
         });
         assert!(plain.holder("r/b").await.unwrap().is_none());
 
@@ -222,7 +126,7 @@ fn a_grant_no_replica_acknowledges_is_unavailable_and_withdrawn() {
             .await
             .unwrap()
             .expect("free");
-        replica_pause(&replica);
+        replica.pause();
         let started = Instant::now();
         let message = expect_unavailable(one.try_lock("r/d", "one", ttl).await);
         assert!(
@@ -253,13 +157,13 @@ fn a_grant_no_replica_acknowledges_is_unavailable_and_withdrawn() {
         );
         expect_unavailable(waiter.await.unwrap());
         support::wait_until("the unacknowledged grants are withdrawn", || {
-            master.keys(&ns) == 0
+            lease_keys(&master, &ns) == 0
         });
         assert!(plain.holder("r/c").await.unwrap().is_none());
         assert!(plain.holder("r/d").await.unwrap().is_none());
 
         // Thawed: acknowledged again.
-        replica_resume(&replica);
+        replica.resume();
         let back = one
             .try_lock("r/d", "one", ttl)
             .await
@@ -267,14 +171,6 @@ fn a_grant_no_replica_acknowledges_is_unavailable_and_withdrawn() {
             .expect("free");
         assert_eq!(back.release().await, Ok(true));
     });
-}
-
-fn replica_pause(node: &Node) {
-    node.signal("-STOP");
-}
-
-fn replica_resume(node: &Node) {
-    node.signal("-CONT");
 }
 
 /// A failover by hand within the replication lag: the replica is promoted (`REPLICAOF NO
@@ -313,7 +209,7 @@ fn a_failover_to_a_replica_that_missed_a_grant_grants_again_with_a_higher_token_
                 .await
                 .unwrap()
                 .expect("free");
-            support::wait_until("the replica has it", || replica.keys(&ns) == 1);
+            support::wait_until("the replica has it", || lease_keys(&replica, &ns) == 1);
             assert!(replica.cli(&["REPLICAOF", "NO", "ONE"]).starts_with("OK"));
             let missed = old.try_lock("f/x", "one", ttl).await;
             let missed = if ack {

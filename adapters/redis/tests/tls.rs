@@ -4,13 +4,16 @@
 //! shows). Ports 6431-6433, never the shared server's or the fault tests'.
 #![cfg(feature = "tls")]
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use alkstore_kit_harness::support;
 use alkstore_redis::alkstore_mem::LockError;
 use alkstore_redis::{RedisConfig, RedisLocks};
+use common::RedisServer;
 
 /// Runs openssl with `args` in `dir`; panics with its stderr when it fails.
 fn openssl(dir: &Path, args: &[&str]) {
@@ -55,142 +58,79 @@ fn make_ca(dir: &Path, name: &str) {
     );
 }
 
-/// A redis-server with TLS only, on 127.0.0.1:`port`, certificates in its scratch dir;
-/// killed by pid when dropped (also when the test panics).
-struct TlsServer {
-    port: u16,
-    dir: PathBuf,
-    pid: u32,
-}
-
-impl TlsServer {
-    fn start(port: u16) -> TlsServer {
-        let port = support::port(port);
-        assert!(
-            !support::listens(port),
-            "something already listens on 127.0.0.1:{port}; not touching it"
-        );
-        let dir = support::scratch_dir("redis-tls", port);
-        make_ca(&dir, "ca");
-        make_ca(&dir, "other-ca");
-        openssl(
-            &dir,
-            &[
-                "req",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:prime256v1",
-                "-nodes",
-                "-keyout",
-                "server.key",
-                "-out",
-                "server.csr",
-                "-subj",
-                "/CN=127.0.0.1",
-            ],
-        );
-        std::fs::write(
-            dir.join("server.ext"),
-            "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n\
+/// A redis-server with TLS only, on 127.0.0.1:`port`, certificates made in its scratch dir
+/// (see the module docs); killed by pid when dropped (also when the test panics).
+fn tls_server(port: u16) -> RedisServer {
+    let mut server = RedisServer::unstarted(port);
+    let dir = server.dir.clone();
+    make_ca(&dir, "ca");
+    make_ca(&dir, "other-ca");
+    openssl(
+        &dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n\
              keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-        )
-        .unwrap();
-        openssl(
-            &dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                "server.csr",
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                "server.crt",
-                "-days",
-                "1",
-                "-extfile",
-                "server.ext",
-            ],
-        );
-        let pidfile = dir.join("redis.pid");
-        let status = Command::new("redis-server")
-            .args([
-                "--port",
-                "0",
-                "--tls-port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ])
-            .args([
-                "--tls-cert-file",
-                "server.crt",
-                "--tls-key-file",
-                "server.key",
-            ])
-            .args(["--tls-ca-cert-file", "ca.crt", "--tls-auth-clients", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "yes"])
-            .arg("--pidfile")
-            .arg(&pidfile)
-            .arg("--logfile")
-            .arg(dir.join("redis.log"))
-            .current_dir(&dir)
-            .status()
-            .expect("redis-server runs (make setup installs it)");
-        assert!(status.success());
-        support::wait_until("the TLS redis-server writes its pid", || {
-            std::fs::read_to_string(&pidfile).is_ok_and(|p| p.trim().parse::<u32>().is_ok())
-        });
-        let pid = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let server = TlsServer { port, dir, pid };
-        support::wait_until("the TLS redis-server answers", || {
-            server.cli(&["ping"]).starts_with("PONG")
-        });
-        server
-    }
-
-    fn url(&self) -> String {
-        format!("rediss://127.0.0.1:{}/", self.port)
-    }
-
-    fn pem(&self, name: &str) -> Vec<u8> {
-        std::fs::read(self.dir.join(format!("{name}.crt"))).unwrap()
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string(), "--tls", "--cacert"])
-            .arg(self.dir.join("ca.crt"))
-            .args(args)
-            .output()
-            .expect("redis-cli runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
+    )
+    .unwrap();
+    openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+        ],
+    );
+    server.launch_tls(&[
+        "--tls-cert-file",
+        "server.crt",
+        "--tls-key-file",
+        "server.key",
+        "--tls-ca-cert-file",
+        "ca.crt",
+        "--tls-auth-clients",
+        "no",
+    ]);
+    server
 }
 
-impl Drop for TlsServer {
-    fn drop(&mut self) {
-        support::signal(self.pid, "-KILL");
-        support::wait_gone(self.pid);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// The PEM of CA `name` made for `server`.
+fn pem(server: &RedisServer, name: &str) -> Vec<u8> {
+    std::fs::read(server.dir.join(format!("{name}.crt"))).unwrap()
 }
 
-fn config(server: &TlsServer, ca: &str) -> RedisConfig {
+fn config(server: &RedisServer, ca: &str) -> RedisConfig {
     RedisConfig::new()
         .with_namespace(support::fresh_scope())
         .with_io_timeout(Duration::from_secs(2))
-        .with_tls_root_ca(server.pem(ca))
+        .with_tls_root_ca(pem(server, ca))
 }
 
 fn unavailable_message(result: Result<RedisLocks, LockError>) -> String {
@@ -203,7 +143,7 @@ fn unavailable_message(result: Result<RedisLocks, LockError>) -> String {
 
 #[test]
 fn locks_waiting_and_hand_off_work_over_rediss_with_a_private_root_ca() {
-    let server = TlsServer::start(6431);
+    let server = tls_server(6431);
     support::run(async {
         let locks = RedisLocks::connect_with(&server.url(), config(&server, "ca"))
             .await
@@ -217,20 +157,7 @@ fn locks_waiting_and_hand_off_work_over_rediss_with_a_private_root_ca() {
         assert!(locks.try_lock("tls/a", "two", ttl).await.unwrap().is_none());
         assert_eq!(first.renew(ttl).await.map(drop), Ok(()));
         // A waiter sleeps on pub/sub (its own TLS connection) and takes the hand-off.
-        let waiter = {
-            let locks = locks.clone();
-            tokio::spawn(async move {
-                locks
-                    .acquire("tls/a", "two", ttl)
-                    .timeout(Duration::from_secs(5))
-                    .await
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let token = first.token();
-        assert_eq!(first.release().await, Ok(true));
-        let second = waiter.await.unwrap().unwrap().expect("handed over");
-        assert!(second.token() > token);
+        let second = common::hand_off(&locks, first, ttl).await;
         assert_eq!(second.release().await, Ok(true));
         assert!(locks.snapshot().await.unwrap().held.is_empty());
     });
@@ -238,7 +165,7 @@ fn locks_waiting_and_hand_off_work_over_rediss_with_a_private_root_ca() {
 
 #[test]
 fn a_server_certificate_from_another_ca_or_a_bad_tls_config_is_a_clear_unavailable() {
-    let server = TlsServer::start(6432);
+    let server = tls_server(6432);
     support::run(async {
         // Trusting another CA: the handshake fails, the message says why.
         let wrong = RedisLocks::connect_with(&server.url(), config(&server, "other-ca")).await;

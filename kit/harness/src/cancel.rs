@@ -166,13 +166,21 @@ pub fn a_thousand_dropped_calls_open_no_new_sessions<F: Fixture>(f: &F) {
         drop(held);
         settles_empty(&locks, None).await;
         let before = server.sessions_accepted();
-        let dropped = drop_calls(1000, spread, &mut jitter, |i| {
-            locks.try_lock(["a", "b"][i % 2], "o", TTL)
-        })
-        .await;
+        // A thousand calls at a time, until at least 50 were dropped in flight (a loaded
+        // machine answers some rounds slower than the calibration's, or faster).
+        let (mut dropped, mut calls) = (0, 0);
+        while dropped < 50 && calls < 5000 {
+            dropped += drop_calls(1000, spread, &mut jitter, |i| {
+                locks.try_lock(["a", "b"][i % 2], "o", TTL)
+            })
+            .await;
+            calls += 1000;
+        }
         settles_empty(&locks, None).await;
         let opened = server.sessions_accepted().saturating_sub(before);
-        eprintln!("sessions: {dropped} of 1000 calls dropped in flight, {opened} sessions opened");
+        eprintln!(
+            "sessions: {dropped} of {calls} calls dropped in flight, {opened} sessions opened"
+        );
         assert!(dropped >= 50, "only {dropped} calls were dropped in flight");
         assert!(
             opened <= 3,

@@ -20,7 +20,8 @@ pub mod ports {
     pub const KILLED_HOLDER: usize = 1;
     /// The server killed and started again.
     pub const RESTART: usize = 2;
-    /// The server frozen (SIGSTOP): calls answer `Unavailable` within the `io_timeout`.
+    /// The server frozen (SIGSTOP): calls answer `Unavailable` within the `io_timeout`, and
+    /// what they left is undone once it thaws (the tests take turns on it).
     pub const PAUSED: usize = 3;
     /// The server frozen during bounded waits.
     pub const STALLED_WAIT: usize = 4;

@@ -1,5 +1,6 @@
 //! The shared test harness of the engines with a server (Redis, PostgreSQL, ...): the
-//! contract, fault, multi-process, cancel-safety and tracing tests, written once against a
+//! contract, fault (calls refused while the server is frozen included), multi-process,
+//! cancel-safety and tracing tests, written once against a
 //! [`Fixture`], as the conformance suite (`alkstore-mem-conformance`) is written once against
 //! its `Engine`. An engine's own test folder keeps only what is about its protocol (Lua
 //! scripts, SQL, `fence()`).
@@ -55,6 +56,7 @@ mod conformance;
 pub mod contract;
 pub mod faults;
 mod fixture;
+pub mod frozen;
 pub mod processes;
 pub mod runtimes;
 pub mod support;
@@ -115,7 +117,8 @@ macro_rules! contract_tests {
     };
 }
 
-/// Faults on servers of the tests' own (see [`faults`]); includes the `child` entry point.
+/// Faults on servers of the tests' own (see [`faults`] and [`frozen`]); includes the `child`
+/// entry point.
 #[macro_export]
 macro_rules! fault_tests {
     ($fixture:expr) => {
@@ -125,6 +128,7 @@ macro_rules! fault_tests {
             faults::a_killed_holders_lease_lapses_and_the_head_waiter_of_another_process_gets_it,
             faults::a_restart_keeps_tokens_increasing_and_the_store_recovers,
             faults::a_paused_server_gives_unavailable_within_the_io_timeout,
+            frozen::calls_refused_while_frozen_leave_no_lease_and_no_waiter_once_thawed,
             faults::a_bounded_wait_counts_from_its_first_poll_and_ends_within_wait_plus_io_timeout_while_frozen,
             faults::a_waiter_whose_sessions_are_killed_still_gets_the_lease,
             faults::a_crashed_unbounded_waiter_is_skipped_once_its_heartbeat_expires,

@@ -4,9 +4,13 @@
 #![allow(dead_code, reason = "each test binary uses part of it")]
 
 use std::process::Command;
+use std::time::Duration;
 
 use alkstore_kit_harness::{CommonConfig, support};
-use alkstore_redis::{Redis, RedisConfig, RedisLocks};
+use alkstore_redis::{Redis, RedisConfig, RedisLock, RedisLocks};
+
+mod server;
+pub use server::RedisServer;
 
 /// The Redis engine for the shared suites: scopes are namespaces; fault servers are
 /// `redis-server`s of the tests' own, with no persistence.
@@ -105,6 +109,35 @@ pub fn namespace_keys(ns: &str) -> Vec<String> {
     keys
 }
 
+/// The keys of namespace `ns` on the shared test server, sorted, without the short-lived
+/// marks of releases (`{ns}:released:<rid>`, gone after max(2 x io_timeout, 1 s); see
+/// `review_x.rs`'s `release_marks_expire`).
+pub fn live_keys(ns: &str) -> Vec<String> {
+    let mut keys = namespace_keys(ns);
+    keys.retain(|k| !k.starts_with(&format!("{{{ns}}}:released:")));
+    keys
+}
+
+/// Releases `first` while a waiter "two" of `locks` (queued 100 ms before, waiting up to
+/// 5 s for `ttl`) waits on its name: the waiter's lock, handed over with a larger token.
+pub async fn hand_off(locks: &RedisLocks, first: RedisLock, ttl: Duration) -> RedisLock {
+    let waiter = {
+        let (locks, name) = (locks.clone(), first.name().to_owned());
+        tokio::spawn(async move {
+            locks
+                .acquire(&name, "two", ttl)
+                .timeout(Duration::from_secs(5))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let token = first.token();
+    assert_eq!(first.release().await, Ok(true));
+    let second = waiter.await.unwrap().unwrap().expect("handed over");
+    assert!(second.token() > token);
+    second
+}
+
 /// Waits (polling every 10 ms, up to 5 s) until `condition` holds; panics with `what` if it
 /// never does. For states that spawned tasks reach soon, not for timings.
 pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
@@ -133,108 +166,4 @@ pub async fn store_in(ns: String) -> RedisLocks {
     RedisLocks::connect_with(&url(), RedisConfig::new().with_namespace(ns))
         .await
         .expect("the test Redis answers")
-}
-
-/// A redis-server of a fault test's own, on `port`, with a scratch dir, no persistence; killed
-/// by its pid when dropped (also when the test panics). Never the shared server.
-pub struct RedisServer {
-    pub port: u16,
-    dir: std::path::PathBuf,
-    pid: Option<u32>,
-}
-
-impl RedisServer {
-    pub fn start(port: u16) -> RedisServer {
-        let port = support::port(port);
-        let dir = support::scratch_dir("redis", port);
-        let mut server = RedisServer {
-            port,
-            dir,
-            pid: None,
-        };
-        server.launch();
-        server
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    pub fn launch(&mut self) {
-        let port = self.port;
-        // A server of the previous test binary on this port may take a moment to go.
-        let free = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while support::listens(port) && std::time::Instant::now() < free {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        assert!(
-            !support::listens(port),
-            "something already listens on 127.0.0.1:{port}; not touching it"
-        );
-        let pidfile = self.dir.join("redis.pid");
-        let _ = std::fs::remove_file(&pidfile);
-        let status = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "yes"])
-            .arg("--pidfile")
-            .arg(&pidfile)
-            .arg("--logfile")
-            .arg(self.dir.join("redis.log"))
-            .status()
-            .expect("redis-server runs (make setup installs it)");
-        assert!(status.success());
-        support::wait_until("redis-server answers", || {
-            self.cli(&["ping"]).starts_with("PONG")
-        });
-        let pid = std::fs::read_to_string(&pidfile).unwrap();
-        self.pid = Some(pid.trim().parse().unwrap());
-    }
-
-    /// Kills the server (SIGKILL: no chance to save anything) and waits until it is gone.
-    pub fn kill(&mut self) {
-        if let Some(pid) = self.pid.take() {
-            support::signal(pid, "-CONT");
-            support::signal(pid, "-KILL");
-            support::wait_gone(pid);
-        }
-    }
-
-    /// Kills and starts it again on the same port, empty (no persistence).
-    pub fn restart(&mut self) {
-        self.kill();
-        self.launch();
-    }
-
-    /// SIGSTOP: the server keeps its connections but answers nothing.
-    pub fn pause(&self) {
-        self.pid
-            .into_iter()
-            .for_each(|pid| support::signal(pid, "-STOP"));
-    }
-
-    /// SIGCONT.
-    pub fn resume(&self) {
-        self.pid
-            .into_iter()
-            .for_each(|pid| support::signal(pid, "-CONT"));
-    }
-
-    /// Runs redis-cli with `args` against this server.
-    pub fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli runs (make setup installs it)");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }

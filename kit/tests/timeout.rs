@@ -1,0 +1,202 @@
+//! Calls refused for time, on the model engine frozen as a server stopped with SIGSTOP
+//! (deterministic: tokio's paused time): a caller told a call failed never ends up holding,
+//! or queued for, a lease no handle has, once the engine runs the request after all.
+
+mod model;
+
+use std::time::Duration;
+
+use alkstore_kit::Locks;
+use alkstore_mem::LockError;
+use model::Model;
+
+const IO: Duration = Duration::from_millis(100);
+const TTL: Duration = Duration::from_secs(600);
+
+async fn store() -> Locks<Model> {
+    model::store_with(IO, None).await
+}
+
+fn unavailable<T: std::fmt::Debug>(answer: Result<T, LockError>) {
+    assert!(
+        matches!(answer, Err(LockError::Unavailable { .. })),
+        "{answer:?}"
+    );
+}
+
+/// Lets the background undo (retried, pauses up to 2 s) and its confirmation run.
+async fn settle() {
+    tokio::time::sleep(Duration::from_secs(30)).await;
+}
+
+/// How a frozen model answers: never until the thaw, or `Unavailable` after a while as a
+/// client library's response timeout does (the request still held, run after the
+/// withdrawals sent after it).
+const FREEZES: [Option<Duration>; 3] = [
+    None,
+    Some(Duration::from_millis(150)),
+    Some(Duration::from_millis(30)),
+];
+
+#[tokio::test(start_paused = true)]
+async fn a_try_lock_refused_for_time_leaves_no_lease_once_the_engine_runs_it() {
+    for freeze in FREEZES {
+        let locks = store().await;
+        locks.engine().freeze(freeze);
+        let started = tokio::time::Instant::now();
+        unavailable(locks.try_lock("job", "a", TTL).await);
+        assert!(
+            started.elapsed() <= IO + Duration::from_millis(1),
+            "{freeze:?}"
+        );
+        // Frozen for a while: the undo's attempts fail meanwhile.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(locks.engine().held() >= 1, "the request is in the engine");
+        locks.engine().thaw();
+        settle().await;
+        assert_eq!(locks.engine().live(), (0, 0), "{freeze:?}");
+        assert!(locks.try_lock("job", "b", TTL).await.unwrap().is_some());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_refused_for_time_leaves_no_lease_and_no_waiter() {
+    for marks in [true, false] {
+        for freeze in FREEZES {
+            for wait in [None, Some(Duration::from_millis(50)), Some(Duration::ZERO)] {
+                let locks = store().await;
+                if !marks {
+                    locks.engine().without_marks();
+                }
+                let holder = locks.try_lock("busy", "h", TTL).await.unwrap().unwrap();
+                locks.engine().freeze(freeze);
+                for name in ["busy", "free"] {
+                    let acquire = locks.acquire(name, "w", TTL);
+                    let acquire = match wait {
+                        Some(wait) => acquire.timeout(wait),
+                        None => acquire,
+                    };
+                    unavailable(acquire.await);
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                locks.engine().thaw();
+                settle().await;
+                let case = format!("marks {marks}, freeze {freeze:?}, wait {wait:?}");
+                assert_eq!(locks.engine().live(), (1, 0), "{case}");
+                assert_eq!(locks.sleepers_for_test(), 0, "{case}");
+                assert!(holder.release().await.unwrap(), "{case}");
+                assert_eq!(locks.engine().live(), (0, 0), "{case}");
+            }
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_refused_for_time_is_released_once_the_engine_answers() {
+    for freeze in FREEZES {
+        let locks = store().await;
+        let lock = locks.try_lock("job", "a", TTL).await.unwrap().unwrap();
+        locks.engine().freeze(freeze);
+        unavailable(lock.release().await);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        locks.engine().thaw();
+        settle().await;
+        assert_eq!(locks.engine().live(), (0, 0), "{freeze:?}");
+    }
+}
+
+/// A renewal refused for time may still be applied: the handle keeps the deadline it knew
+/// (earlier than the lease's), the lease stays its own, and release ends it.
+#[tokio::test(start_paused = true)]
+async fn a_renew_refused_for_time_may_apply_and_the_handle_keeps_its_earlier_deadline() {
+    let locks = store().await;
+    let mut lock = locks
+        .try_lock("job", "a", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .unwrap();
+    let known = lock.deadline();
+    locks.engine().freeze(None);
+    unavailable(lock.renew(TTL).await);
+    locks.engine().thaw();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let lease = locks.holder("job").await.unwrap().expect("still held");
+    assert_eq!(lease.token(), lock.token());
+    assert!(lease.deadline() > known, "the refused renewal was applied");
+    assert_eq!(lock.deadline(), known, "the handle errs early, never late");
+    assert!(lock.is_held().await.unwrap());
+    assert!(lock.release().await.unwrap());
+    assert_eq!(locks.engine().live(), (0, 0));
+}
+
+/// A withdrawal that never reaches the engine is given up after its bounded attempts (the
+/// lease then lapses at its deadline).
+#[tokio::test(start_paused = true)]
+async fn the_undo_gives_up_after_its_attempts() {
+    let locks = store().await;
+    locks.engine().freeze(Some(Duration::from_millis(30)));
+    unavailable(locks.try_lock("job", "a", Duration::from_secs(60)).await);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let tries = locks.engine().held();
+    // The try_lock and ten withdrawals.
+    assert_eq!(tries, 11, "bounded attempts");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(locks.engine().held(), tries, "no attempt after the last");
+    locks.engine().thaw();
+    // The withdrawals ran before the try_lock (the worst order): the lease it was granted
+    // lapses at its deadline, the documented end of a clean-up that never got through.
+    assert_eq!(locks.engine().live(), (1, 0));
+    locks
+        .advance_test_clock(Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(locks.engine().live(), (0, 0));
+}
+
+/// Counts the kit's clean-up events by message.
+#[derive(Default)]
+struct Counting(std::sync::Mutex<Vec<String>>);
+
+struct Message<'a>(&'a mut Option<String>);
+
+impl tracing::field::Visit for Message<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            *self.0 = Some(format!("{value:?}"));
+        }
+    }
+}
+
+impl tracing::Subscriber for &'static Counting {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target() == "alkstore"
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut message = None;
+        event.record(&mut Message(&mut message));
+        self.0.lock().unwrap().extend(message);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Each failed attempt of a clean-up is traced, and so is giving up.
+#[tokio::test(start_paused = true)]
+async fn retried_and_abandoned_clean_ups_are_traced() {
+    let counting: &'static Counting = Box::leak(Box::default());
+    let _guard = tracing::subscriber::set_default(counting);
+    let locks = store().await;
+    locks.engine().freeze(Some(Duration::from_millis(30)));
+    unavailable(locks.try_lock("job", "a", TTL).await);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let seen = counting.0.lock().unwrap().clone();
+    let count = |m: &str| seen.iter().filter(|s| s.as_str() == m).count();
+    assert_eq!(count("lock clean-up retried"), 9, "{seen:?}");
+    assert_eq!(count("lock clean-up abandoned"), 1, "{seen:?}");
+    locks.engine().thaw();
+}
