@@ -106,7 +106,7 @@ doc:
 ## The fault tests start servers of their own on the fixed ports REDIS_FAULT_PORTS, which
 ## REDIS_PORT must avoid (refused). No other Redis is touched.
 REDIS_PORT ?= 6390
-REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422
+REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422 $(shell seq 6450 6469)
 REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
 .PHONY: redis-setup redis-port test-redis bench-redis demo-redis
 
@@ -119,10 +119,13 @@ redis-port:
 	@if [ -n "$(filter $(REDIS_PORT),$(REDIS_FAULT_PORTS))" ]; then \
 	  echo "REDIS_PORT=$(REDIS_PORT) is one of the fault tests' own ports ($(REDIS_FAULT_PORTS)); pick another" >&2; exit 1; fi
 
-## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server
+## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server;
+## then the topologies' suites (adapters/redis/tools/tests), which start their own servers on 6450-6469
+## (Sentinel: a master, a replica, three sentinels)
 test-redis: redis-setup redis-port
-	$(CARGO) test -q -p alkstore-redis --no-run
+	$(CARGO) test -q -p alkstore-redis -p alkstore-redis-tools --no-run
 	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
+	$(CARGO) test -p alkstore-redis-tools
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
 ## and with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench), try_lock+release with replica ack

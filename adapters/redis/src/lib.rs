@@ -34,6 +34,11 @@
 //!   the grant is withdrawn.
 //! - **TLS**: `rediss://` URLs (feature `tls`, on by default, rustls), with the system's
 //!   roots or [`RedisConfig::with_tls_root_ca`].
+//! - **Sentinel**: `redis+sentinel://host:port[,host:port…]/master_name[/db]` connects to
+//!   the master the sentinels name, and asks them again whenever a connection to it fails
+//!   or the server answers as a replica (`READONLY`): within one `io_timeout` a call retries
+//!   through a failover, then reaches the new master; the pub/sub listener resubscribes
+//!   there, so waiters queued before the failover are woken by the new master's hand-offs.
 //! - **Waiting** is FIFO across processes with direct hand-off inside the release script and
 //!   no barging; waiters sleep on pub/sub with a bounded re-check (see [`RedisAcquire`]).
 //! - **Failures** (connection refused, no answer within [`RedisConfig::io_timeout`], a script
@@ -66,9 +71,11 @@
 
 mod client;
 mod config;
+mod conn;
 mod listener;
 mod lock;
 mod scripts;
+mod sentinel;
 mod snapshot;
 mod store;
 

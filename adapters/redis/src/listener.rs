@@ -9,6 +9,7 @@ use futures_lite::StreamExt;
 
 use crate::config::RedisConfig;
 use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
+use crate::sentinel::Source;
 
 /// The wake-up source of a [`RedisLocks`](crate::RedisLocks): a subscription to
 /// `{ns}:wake`, whose messages are the id of a waiter handed a lease, or `*` (everybody
@@ -19,15 +20,15 @@ use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
 /// those deadlines.
 #[derive(Debug)]
 pub struct RedisListener {
-    client: redis::Client,
+    source: Source,
     channel: String,
     io_timeout: Duration,
 }
 
 impl RedisListener {
-    pub(crate) fn new(client: redis::Client, channel: String, config: &RedisConfig) -> Self {
+    pub(crate) fn new(source: Source, channel: String, config: &RedisConfig) -> Self {
         RedisListener {
-            client,
+            source,
             channel,
             io_timeout: config.io_timeout(),
         }
@@ -37,7 +38,9 @@ impl RedisListener {
 impl Listener for RedisListener {
     async fn listen<'a>(&'a mut self, sink: &'a dyn WakeSink) {
         let subscribed = tokio::time::timeout(self.io_timeout, async {
-            let mut pubsub = self.client.get_async_pubsub().await?;
+            // Through sentinels: the master named now (after a failover, the new one).
+            let client = self.source.client().await?;
+            let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&self.channel).await?;
             Ok::<_, redis::RedisError>(pubsub)
         })
@@ -57,15 +60,15 @@ impl Listener for RedisListener {
 /// on a connection of its own, for the kit's helper thread when the store's runtime is gone.
 #[derive(Debug)]
 pub struct RedisFallback {
-    client: redis::Client,
+    source: Source,
     prefix: String,
     mark_ms: u64,
 }
 
 impl RedisFallback {
-    pub(crate) fn new(client: redis::Client, prefix: String, config: &RedisConfig) -> Self {
+    pub(crate) fn new(source: Source, prefix: String, config: &RedisConfig) -> Self {
         RedisFallback {
-            client,
+            source,
             prefix,
             mark_ms: config.release_mark_ms(),
         }
@@ -83,7 +86,10 @@ impl Fallback for RedisFallback {
                 invocation(&SCRIPTS.cancel, &self.prefix, name, &[id])
             }
         };
-        let Ok(mut conn) = self.client.get_multiplexed_async_connection().await else {
+        let Ok(client) = self.source.client().await else {
+            return false;
+        };
+        let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
             return false;
         };
         call.invoke_async::<redis::Value>(&mut conn).await.is_ok()

@@ -1,0 +1,266 @@
+//! [`Conn`]: the engine's multiplexed connection, to one server (a [`ConnectionManager`]
+//! that reconnects to the same address) or to the master that sentinels name (which asks
+//! them again after a connection fails, so that calls after a failover reach the new
+//! master).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+
+use alkstore_kit::unavailable;
+use alkstore_mem::LockError;
+use redis::aio::ConnectionManagerConfig;
+
+use crate::client::{open_client, redacted};
+use crate::config::RedisConfig;
+use crate::sentinel::{Sentinels, Source, is_sentinel_url};
+
+/// Connects to `url` within the `io_timeout`: a server (`redis://`, `rediss://`, …), or the
+/// master the sentinels of a `redis+sentinel://` URL name. Answers the connection and where
+/// the engine's other connections (pub/sub, clean-up) go.
+pub(crate) async fn open(url: &str, config: &RedisConfig) -> Result<(Conn, Source), LockError> {
+    let io = config.io_timeout();
+    let timed_out = || {
+        unavailable(format!(
+            "could not connect to {} within {io:?}",
+            redacted(url)
+        ))
+    };
+    let refused =
+        |e: RedisError| unavailable(format!("could not connect to {}: {e}", redacted(url)));
+    if is_sentinel_url(url) {
+        if config.tls_root_ca().is_some() {
+            return Err(unavailable(
+                "invalid RedisConfig: a TLS root CA is set, but redis+sentinel:// has no TLS in this version",
+            ));
+        }
+        let sentinels = Arc::new(Sentinels::parse(url)?);
+        let conn = tokio::time::timeout(io, SentinelConn::connect(sentinels.clone(), io))
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(refused)?;
+        return Ok((Conn::Sentinel(conn), Source::Sentinel(sentinels)));
+    }
+    let client = open_client(url, config)?;
+    let manager_config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(io))
+        .set_response_timeout(Some(io))
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(20))
+        .set_max_delay(Duration::from_millis(500));
+    let manager = ConnectionManager::new_with_config(client.clone(), manager_config);
+    let conn = tokio::time::timeout(io, manager)
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(refused)?;
+    Ok((Conn::Server(conn), Source::Server(Box::new(client))))
+}
+
+/// A connection the scripts run on; cheap to clone (clones share it).
+#[derive(Clone)]
+pub(crate) enum Conn {
+    /// One server; the manager reconnects to it by itself.
+    Server(ConnectionManager),
+    /// The master named by sentinels.
+    Sentinel(SentinelConn),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Server(conn) => conn.req_packed_command(cmd),
+            Conn::Sentinel(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Server(conn) => conn.req_packed_commands(cmd, offset, count),
+            Conn::Sentinel(conn) => conn.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Server(conn) => conn.get_db(),
+            Conn::Sentinel(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// Whether `e` means the connection may no longer lead to the master: it failed, timed out,
+/// or the server is a replica now (`READONLY`: a demoted master; nothing of the call ran).
+fn leads_nowhere(e: &RedisError) -> bool {
+    e.is_connection_dropped()
+        || e.is_io_error()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
+        || e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+}
+
+/// A multiplexed connection to the master that sentinels name, made on first use and after
+/// each failure: a call that fails as [`leads_nowhere`] says (or is dropped before it ends,
+/// as by a timeout) forgets the connection, and the next call asks the sentinels again.
+#[derive(Clone)]
+pub(crate) struct SentinelConn {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    sentinels: Arc<Sentinels>,
+    config: AsyncConnectionConfig,
+    /// How long a call may go on retrying through a failover.
+    io: Duration,
+    /// The connection in use and its generation (a failure forgets only the connection it
+    /// happened on, never a newer one).
+    current: Mutex<(u64, Option<MultiplexedConnection>)>,
+    /// Held while a connection is being made, so that many calls after a failover ask the
+    /// sentinels once.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl SentinelConn {
+    /// Connects to the master the sentinels name now, each step within `io_timeout`.
+    pub(crate) async fn connect(sentinels: Arc<Sentinels>, io: Duration) -> RedisResult<Self> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(io))
+            .set_response_timeout(Some(io));
+        let conn = SentinelConn {
+            shared: Arc::new(Shared {
+                sentinels,
+                config,
+                io,
+                current: Mutex::new((0, None)),
+                connecting: tokio::sync::Mutex::new(()),
+            }),
+        };
+        conn.on_master(|_| async { Ok(()) }).await?;
+        Ok(conn)
+    }
+
+    fn cached(&self) -> (u64, Option<MultiplexedConnection>) {
+        let current = self
+            .shared
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        (current.0, current.1.clone())
+    }
+
+    /// The connection in use, or a new one to the master named now.
+    async fn current(&self) -> RedisResult<(u64, MultiplexedConnection)> {
+        if let (generation, Some(conn)) = self.cached() {
+            return Ok((generation, conn));
+        }
+        let _connecting = self.shared.connecting.lock().await;
+        if let (generation, Some(conn)) = self.cached() {
+            return Ok((generation, conn));
+        }
+        let client = self.shared.sentinels.master().await?;
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&self.shared.config)
+            .await?;
+        let mut current = self
+            .shared
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        current.0 += 1;
+        current.1 = Some(conn.clone());
+        Ok((current.0, conn))
+    }
+
+    /// Forgets connection `generation`, if it is still the one in use.
+    fn forget(&self, generation: u64) {
+        let mut current = self
+            .shared
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if current.0 == generation {
+            current.1 = None;
+        }
+    }
+
+    /// Runs `call` on the connection in use; forgets it when the call fails as
+    /// [`leads_nowhere`] says or is dropped before it ends. While there is no master to reach
+    /// (a failover under way: the sentinels still name the dead one, or nobody yet) or the
+    /// call fails that way, it asks the sentinels again and retries, with a backoff of 20 ms
+    /// doubling to 500 ms, for up to the `io_timeout`; then it answers the last error. Every
+    /// script is idempotent (see `Redis::run`), so running one again is safe.
+    async fn on_master<T, F, Fut>(&self, call: F) -> RedisResult<T>
+    where
+        F: Fn(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let until = Instant::now() + self.shared.io;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let (result, retry) = match self.current().await {
+                Ok((generation, conn)) => {
+                    let mut unfinished = Unfinished {
+                        conn: self,
+                        generation,
+                        armed: true,
+                    };
+                    let result = call(conn).await;
+                    unfinished.armed = matches!(&result, Err(e) if leads_nowhere(e));
+                    let retry = unfinished.armed;
+                    (result, retry)
+                }
+                // No master found or reached: whatever the reason, ask again.
+                Err(e) => (Err(e), true),
+            };
+            if !retry || Instant::now() + pause >= until {
+                return result;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(self.on_master(move |mut conn| async move { conn.req_packed_command(cmd).await }))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(self.on_master(move |mut conn| async move {
+            conn.req_packed_commands(cmd, offset, count).await
+        }))
+    }
+
+    fn get_db(&self) -> i64 {
+        self.cached().1.map_or(0, |conn| conn.get_db())
+    }
+}
+
+/// Forgets its connection when dropped armed: the call failed for want of a master, or it
+/// was dropped before it ended.
+struct Unfinished<'a> {
+    conn: &'a SentinelConn,
+    generation: u64,
+    armed: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.forget(self.generation);
+        }
+    }
+}
