@@ -108,7 +108,7 @@ doc:
 REDIS_PORT ?= 6390
 REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422 $(shell seq 6450 6469)
 REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
-.PHONY: redis-setup redis-port test-redis bench-redis demo-redis
+.PHONY: redis-setup redis-port test-redis bench-redis demo-redis failover-redis
 
 ## redis-setup: redis-server from the Debian package, when missing (as root)
 redis-setup:
@@ -124,8 +124,10 @@ redis-port:
 ## (Sentinel: a master, a replica, three sentinels)
 test-redis: redis-setup redis-port
 	$(CARGO) test -q -p alkstore-redis -p alkstore-redis-tools --no-run
+	$(CARGO) build -q -p alkstore-redis-tools --bin failover
 	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
 	$(CARGO) test -p alkstore-redis-tools
+	$(CARGO) run -q -p alkstore-redis-tools --bin failover -- --failovers 2
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
 ## and with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench), try_lock+release with replica ack
@@ -133,6 +135,13 @@ REDIS_BENCH_REPLICA_PORT ?= 6445
 bench-redis: redis-setup redis-port
 	$(CARGO) build --release -q -p alkstore-redis-tools --bin bench
 	ALKSTORE_BENCH_REPLICA_PORT=$(REDIS_BENCH_REPLICA_PORT) $(REDIS_RUN) $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
+
+## failover-redis: the failover figures: 8 processes taking, renewing and releasing leases on 3 names through a
+## Sentinel set of its own (6455-6459), failed over 10 times (SENTINEL FAILOVER and SIGKILL in turn), without and with
+## replica ack; prints the table of double grants, token inversions, leases lost, waiters stranded and pauses
+failover-redis: redis-setup
+	$(CARGO) build --release -q -p alkstore-redis-tools --bin failover
+	$(CARGO) run --release -q -p alkstore-redis-tools --bin failover -- --failovers 10
 
 ## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
 demo-redis: redis-setup redis-port

@@ -4,5 +4,6 @@
 //! caller's own, killed by pid) and [`sentinels::SentinelSet`] (a master, a replica and three
 //! sentinels).
 
+pub mod failover;
 pub mod sentinels;
 pub mod server;
