@@ -15,13 +15,18 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisError, RedisFuture, Redis
 use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
 use redis::aio::ConnectionManagerConfig;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 
 use crate::client::{open_client, redacted};
+use crate::cluster::{hash_slot, is_cluster_url, open_cluster, seeds};
 use crate::config::RedisConfig;
-use crate::sentinel::{Sentinels, Source, is_sentinel_url};
+use crate::sentinel::{Sentinels, is_sentinel_url};
+use crate::source::Source;
 
-/// Connects to `url` within the `io_timeout`: a server (`redis://`, `rediss://`, …), or the
-/// master the sentinels of a `redis+sentinel://` URL name. Answers the connection and where
+/// Connects to `url` within the `io_timeout`: a server (`redis://`, `rediss://`, …), the
+/// master the sentinels of a `redis+sentinel://` URL name, or the cluster of a
+/// `redis+cluster://` URL's seed nodes. Answers the connection and where
 /// the engine's other connections (pub/sub, clean-up) go.
 pub(crate) async fn open(url: &str, config: &RedisConfig) -> Result<(Conn, Source), LockError> {
     let io = config.io_timeout();
@@ -33,6 +38,9 @@ pub(crate) async fn open(url: &str, config: &RedisConfig) -> Result<(Conn, Sourc
     };
     let refused =
         |e: RedisError| unavailable(format!("could not connect to {}: {e}", redacted(url)));
+    if is_cluster_url(url) {
+        return open_cluster(&seeds(url)?, config).await;
+    }
     if is_sentinel_url(url) {
         if config.tls_root_ca().is_some() {
             return Err(unavailable(
@@ -68,6 +76,30 @@ pub(crate) enum Conn {
     Server(ConnectionManager),
     /// The master named by sentinels.
     Sentinel(SentinelConn),
+    /// A Redis Cluster: routes by key, follows `MOVED` and `ASK`, retries `TRYAGAIN`.
+    Cluster(ClusterConnection),
+    /// A plain connection of its own, for one clean-up.
+    Plain(MultiplexedConnection),
+}
+
+impl Conn {
+    /// Runs `cmd` (a keyless command about the namespace, like `SCAN`) on the node that
+    /// holds the slot of `key`: in a cluster, that slot's master; elsewhere, the server.
+    pub(crate) async fn on_slot_of<T: redis::FromRedisValue>(
+        &mut self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        match self {
+            Conn::Cluster(conn) => {
+                let route = Route::new(hash_slot(key.as_bytes()), SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                let value = conn.route_command(cmd.clone(), routing).await?;
+                redis::from_redis_value(value).map_err(Into::into)
+            }
+            other => cmd.query_async(other).await,
+        }
+    }
 }
 
 impl ConnectionLike for Conn {
@@ -75,6 +107,8 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Server(conn) => conn.req_packed_command(cmd),
             Conn::Sentinel(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+            Conn::Plain(conn) => conn.req_packed_command(cmd),
         }
     }
 
@@ -87,6 +121,8 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Server(conn) => conn.req_packed_commands(cmd, offset, count),
             Conn::Sentinel(conn) => conn.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(conn) => conn.req_packed_commands(cmd, offset, count),
+            Conn::Plain(conn) => conn.req_packed_commands(cmd, offset, count),
         }
     }
 
@@ -94,6 +130,8 @@ impl ConnectionLike for Conn {
         match self {
             Conn::Server(conn) => conn.get_db(),
             Conn::Sentinel(conn) => conn.get_db(),
+            Conn::Cluster(conn) => conn.get_db(),
+            Conn::Plain(conn) => conn.get_db(),
         }
     }
 }

@@ -70,6 +70,7 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod client;
+mod cluster;
 mod config;
 mod conn;
 mod listener;
@@ -77,6 +78,7 @@ mod lock;
 mod scripts;
 mod sentinel;
 mod snapshot;
+mod source;
 mod store;
 
 /// The core this engine implements, re-exported: `alkstore_redis::alkstore_mem::LockStore` is

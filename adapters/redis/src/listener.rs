@@ -9,7 +9,7 @@ use futures_lite::StreamExt;
 
 use crate::config::RedisConfig;
 use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
-use crate::sentinel::Source;
+use crate::source::Source;
 
 /// The wake-up source of a [`RedisLocks`](crate::RedisLocks): a subscription to
 /// `{ns}:wake`, whose messages are the id of a waiter handed a lease, or `*` (everybody
@@ -38,8 +38,9 @@ impl RedisListener {
 impl Listener for RedisListener {
     async fn listen<'a>(&'a mut self, sink: &'a dyn WakeSink) {
         let subscribed = tokio::time::timeout(self.io_timeout, async {
-            // Through sentinels: the master named now (after a failover, the new one).
-            let client = self.source.client().await?;
+            // Through sentinels: the master named now (after a failover, the new one); in a
+            // cluster, a node (each in turn: `PUBLISH` reaches subscribers on every node).
+            let client = self.source.subscriber_client().await?;
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&self.channel).await?;
             Ok::<_, redis::RedisError>(pubsub)
@@ -86,10 +87,7 @@ impl Fallback for RedisFallback {
                 invocation(&SCRIPTS.cancel, &self.prefix, name, &[id])
             }
         };
-        let Ok(client) = self.source.client().await else {
-            return false;
-        };
-        let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+        let Ok(mut conn) = self.source.connection().await else {
             return false;
         };
         call.invoke_async::<redis::Value>(&mut conn).await.is_ok()

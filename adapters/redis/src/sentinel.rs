@@ -1,8 +1,6 @@
 //! `redis+sentinel://` URLs: the sentinels to ask, the master's name, and how to find the
 //! master they name now.
 
-use std::sync::Arc;
-
 use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
@@ -107,26 +105,6 @@ impl Sentinels {
             SentinelServerType::Master,
         )?;
         client.async_get_client().await
-    }
-}
-
-/// Where the engine's connections go: one server, or the master its sentinels name (asked
-/// again at each reconnection).
-#[derive(Clone, Debug)]
-pub(crate) enum Source {
-    /// A server at a fixed address.
-    Server(Box<redis::Client>),
-    /// The master that sentinels name.
-    Sentinel(Arc<Sentinels>),
-}
-
-impl Source {
-    /// A client for the server to talk to now.
-    pub(crate) async fn client(&self) -> RedisResult<redis::Client> {
-        match self {
-            Source::Server(client) => Ok((**client).clone()),
-            Source::Sentinel(sentinels) => sentinels.master().await,
-        }
     }
 }
 

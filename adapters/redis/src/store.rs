@@ -16,7 +16,7 @@ use crate::listener::{RedisFallback, RedisListener};
 use crate::scripts::{
     SCRIPTS, ToRedisArgsDyn, evalsha, failed, field, from_us, invocation, micros,
 };
-use crate::sentinel::Source;
+use crate::source::Source;
 
 /// The Redis engine: one multiplexed connection (to one server, reconnecting by itself; or
 /// to the master that sentinels name, asking them again after a failure), where the pub/sub
@@ -156,6 +156,29 @@ impl Redis {
         }
     }
 
+    /// Refuses an empty namespace, or one that holds `{` or `}`.
+    pub(crate) fn checked(config: &RedisConfig) -> Result<(), LockError> {
+        let ns = config.namespace();
+        if ns.is_empty() || ns.contains(['{', '}']) {
+            return Err(unavailable(format!(
+                "invalid RedisConfig: namespace {ns:?} must be non-empty and hold no '{{' or '}}'"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The engine on a connection made by [`open`] or `open_cluster`.
+    pub(crate) fn from_parts(conn: Conn, source: Source, config: RedisConfig) -> Self {
+        Redis {
+            conn,
+            source,
+            prefix: format!("{{{}}}:", config.namespace()),
+            config,
+            #[cfg(feature = "test-clock")]
+            lose_next_reply: AtomicBool::new(false),
+        }
+    }
+
     /// A multiplexed connection to run other commands on (the snapshot's `SCAN`).
     pub(crate) fn connection(&self) -> Conn {
         self.conn.clone()
@@ -186,21 +209,9 @@ impl Protocol for Redis {
     /// named by sentinels, `redis+sentinel://host:port[,host:port…]/master_name[/db]`) within
     /// the `io_timeout`; refuses an empty namespace, or one that holds `{` or `}`.
     async fn connect(url: &str, config: RedisConfig) -> Result<Self, LockError> {
-        let ns = config.namespace();
-        if ns.is_empty() || ns.contains(['{', '}']) {
-            return Err(unavailable(format!(
-                "invalid RedisConfig: namespace {ns:?} must be non-empty and hold no '{{' or '}}'"
-            )));
-        }
+        Redis::checked(&config)?;
         let (conn, source) = open(url, &config).await?;
-        Ok(Redis {
-            conn,
-            source,
-            prefix: format!("{{{ns}}}:"),
-            config,
-            #[cfg(feature = "test-clock")]
-            lose_next_reply: AtomicBool::new(false),
-        })
+        Ok(Redis::from_parts(conn, source, config))
     }
 
     fn config(&self) -> &RedisConfig {

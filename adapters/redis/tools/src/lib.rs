@@ -4,6 +4,7 @@
 //! caller's own, killed by pid) and [`sentinels::SentinelSet`] (a master, a replica and three
 //! sentinels).
 
+pub mod cluster;
 pub mod failover;
 pub mod sentinels;
 pub mod server;
