@@ -10,7 +10,7 @@ CARGO ?= cargo
 test: setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-js test-sqlite
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
-## redis-server; quiet when all is there
+## redis-server and redis-sentinel; quiet when all is there
 setup:
 	@scripts/setup.sh
 	@scripts/redis-setup.sh
@@ -26,9 +26,9 @@ clippy:
 	$(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness -p alkstore-idb-js --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
-## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
+## except the Redis engine's (and its tools' topology suites) and the alkstore tool's, which need servers: test-redis and test-cli run them
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-redis-tools --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
@@ -121,7 +121,7 @@ redis-port:
 
 ## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server;
 ## then the topologies' suites (adapters/redis/tools/tests), which start their own servers on 6450-6469
-## (Sentinel: a master, a replica, three sentinels)
+## (Sentinel: a master, a replica, three sentinels on 6450-6454; Cluster: 3 masters, 3 replicas on 6460-6465)
 test-redis: redis-setup redis-port
 	$(CARGO) test -q -p alkstore-redis -p alkstore-redis-tools --no-run
 	$(CARGO) build -q -p alkstore-redis-tools --bin failover

@@ -45,7 +45,11 @@
 //!   error) are [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable), never a
 //!   panic and never a lock believed held that is not. When Redis comes back, the same store
 //!   works again.
-//! - **Redis Cluster**: every key of a namespace starts with `{ns}:`, one hash slot.
+//! - **Redis Cluster**: `redis+cluster://host:port[,host:port…]` or
+//!   [`Redis::connect_cluster`]: every key of a namespace starts with `{ns}:`, one hash slot,
+//!   and scripts follow it (`MOVED`, `ASK`); while the slot migrates no script runs (each
+//!   declares a second key that never exists, so the cluster answers `TRYAGAIN`), never on a
+//!   half-moved namespace. Wake-ups by plain pub/sub, which reaches every node.
 //!
 //! # Example
 //! ```no_run

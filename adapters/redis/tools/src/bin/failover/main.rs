@@ -84,16 +84,53 @@ struct Run {
     steady_pause_us: u64,
 }
 
-fn spawn_worker(url: &str, ns: &str, log: &str, stop: &str, index: u64, ack: bool) -> Child {
+fn spawn_worker(
+    url: &str,
+    ns: &str,
+    paths: (&str, &str),
+    index: u64,
+    ack: bool,
+    until: u64,
+) -> Child {
     Command::new(std::env::current_exe().expect("this binary"))
         .env("ALKSTORE_FAILOVER_WORKER", index.to_string())
         .env("ALKSTORE_FAILOVER_URL", url)
         .env("ALKSTORE_FAILOVER_NS", ns)
-        .env("ALKSTORE_FAILOVER_LOG", log)
-        .env("ALKSTORE_FAILOVER_STOP", stop)
+        .env("ALKSTORE_FAILOVER_LOG", paths.0)
+        .env("ALKSTORE_FAILOVER_STOP", paths.1)
         .env("ALKSTORE_FAILOVER_ACK", if ack { "1" } else { "0" })
+        .env("ALKSTORE_FAILOVER_UNTIL", until.to_string())
         .spawn()
         .expect("a worker process starts")
+}
+
+/// The worker processes: told to stop (the stop file) and killed if they linger, also when
+/// the run fails half-way.
+struct Workers {
+    children: Vec<Child>,
+    stop: PathBuf,
+}
+
+impl Workers {
+    /// Tells them to stop and waits for them; how many failed.
+    fn finish(&mut self) -> usize {
+        let _ = std::fs::File::create(&self.stop);
+        let limit = worker::WAIT + Duration::from_secs(30);
+        self.children
+            .drain(..)
+            .map(|mut c| finish(&mut c, limit))
+            .filter(|ok| !ok)
+            .count()
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        let _ = std::fs::File::create(&self.stop);
+        for child in &mut self.children {
+            finish(child, Duration::from_secs(10));
+        }
+    }
 }
 
 /// Waits for `child` (up to `limit`, then kills it, by its own handle); whether it succeeded.
@@ -122,9 +159,15 @@ fn run_mode(set: &mut SentinelSet, ack: bool, args: &Args) -> Result<Run, String
     let ns = format!("failover_{mode}_{}", std::process::id());
     let (log_s, stop_s) = (log.display().to_string(), stop.display().to_string());
     let url = set.url();
-    let mut workers: Vec<Child> = (0..args.processes)
-        .map(|i| spawn_worker(&url, &ns, &log_s, &stop_s, i, ack))
-        .collect();
+    // However the run goes, no worker outlives this bound (two minutes per failover, and
+    // some): each stops by itself then.
+    let until = now_us() / 1_000_000 + 120 * (args.failovers as u64 + 2);
+    let mut workers = Workers {
+        children: (0..args.processes)
+            .map(|i| spawn_worker(&url, &ns, (&log_s, &stop_s), i, ack, until))
+            .collect(),
+        stop: stop.clone(),
+    };
     let steady_from = now_us();
     std::thread::sleep(STEADY);
     let mut failovers = Vec::new();
@@ -142,13 +185,7 @@ fn run_mode(set: &mut SentinelSet, ack: bool, args: &Args) -> Result<Run, String
         failovers.push(Failover { at_us, took, kind });
         std::thread::sleep(STEADY);
     }
-    std::fs::File::create(&stop).map_err(|e| e.to_string())?;
-    let limit = worker::WAIT + Duration::from_secs(30);
-    let failed = workers
-        .iter_mut()
-        .map(|w| finish(w, limit))
-        .filter(|ok| !ok)
-        .count();
+    let failed = workers.finish();
     let text = std::fs::read_to_string(&log).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_dir_all(&dir);
     if failed > 0 {
@@ -266,6 +303,7 @@ fn main() -> ExitCode {
             stop: env("ALKSTORE_FAILOVER_STOP"),
             index: index.parse().expect("a worker index"),
             ack: env("ALKSTORE_FAILOVER_ACK") == "1",
+            until_secs: env("ALKSTORE_FAILOVER_UNTIL").parse().expect("a time"),
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -26,6 +26,8 @@ pub struct Job {
     pub stop: String,
     pub index: u64,
     pub ack: bool,
+    /// Unix seconds past which the worker stops by itself, whatever the parent does.
+    pub until_secs: u64,
 }
 
 /// The worker's clock in µs since the Unix epoch (the servers' clock, on one host).
@@ -65,7 +67,7 @@ pub fn config(namespace: &str, ack: bool) -> RedisConfig {
     }
 }
 
-/// Runs the worker until the stop file exists.
+/// Runs the worker until the stop file exists (or its time is up).
 pub async fn run(job: Job) {
     let mut out = std::fs::OpenOptions::new()
         .append(true)
@@ -79,14 +81,15 @@ pub async fn run(job: Job) {
     let locks = loop {
         match RedisLocks::connect_with(&job.url, config(&job.namespace, job.ack)).await {
             Ok(locks) => break locks,
-            Err(_) => {
+            Err(_) if now_us() / 1_000_000 < job.until_secs => {
                 log(format!("refused connect {me}"));
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
+            Err(e) => panic!("no connection until the end: {e}"),
         }
     };
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (job.index + 1).wrapping_mul(0x2545_f491));
-    while !Path::new(&job.stop).exists() {
+    while !Path::new(&job.stop).exists() && now_us() / 1_000_000 < job.until_secs {
         let name = NAMES[usize::try_from(rng.below(3)).unwrap_or(0)];
         let granted = if rng.below(4) == 0 {
             locks.try_lock(name, &me, TTL).await
