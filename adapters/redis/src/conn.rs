@@ -21,7 +21,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use crate::client::{open_client, redacted};
 use crate::cluster::{hash_slot, is_cluster_url, open_cluster, seeds};
 use crate::config::RedisConfig;
-use crate::sentinel::{Sentinels, is_sentinel_url};
+use crate::sentinel::{RECHECK, Sentinels, is_sentinel_url};
 use crate::source::Source;
 
 /// Connects to `url` within the `io_timeout`: a server (`redis://`, `rediss://`, …), the
@@ -154,14 +154,24 @@ pub(crate) struct SentinelConn {
     shared: Arc<Shared>,
 }
 
+/// The connection in use, its generation (a failure forgets only the connection it
+/// happened on, never a newer one), the master's address, and when the sentinels last
+/// named it.
+#[derive(Default)]
+struct Current {
+    generation: u64,
+    conn: Option<MultiplexedConnection>,
+    addr: String,
+    checked: Option<Instant>,
+}
+
 struct Shared {
     sentinels: Arc<Sentinels>,
     config: AsyncConnectionConfig,
     /// How long a call may go on retrying through a failover.
     io: Duration,
-    /// The connection in use and its generation (a failure forgets only the connection it
-    /// happened on, never a newer one).
-    current: Mutex<(u64, Option<MultiplexedConnection>)>,
+    /// The connection in use.
+    current: Mutex<Current>,
     /// Held while a connection is being made, so that many calls after a failover ask the
     /// sentinels once.
     connecting: tokio::sync::Mutex<()>,
@@ -178,7 +188,7 @@ impl SentinelConn {
                 sentinels,
                 config,
                 io,
-                current: Mutex::new((0, None)),
+                current: Mutex::new(Current::default()),
                 connecting: tokio::sync::Mutex::new(()),
             }),
         };
@@ -186,47 +196,71 @@ impl SentinelConn {
         Ok(conn)
     }
 
-    fn cached(&self) -> (u64, Option<MultiplexedConnection>) {
-        let current = self
-            .shared
+    fn state(&self) -> std::sync::MutexGuard<'_, Current> {
+        self.shared
             .current
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        (current.0, current.1.clone())
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The connection in use, or a new one to the master named now.
+    /// The connection in use, if the sentinels named its master less than [`RECHECK`] ago.
+    fn fresh(&self) -> Option<(u64, MultiplexedConnection)> {
+        let state = self.state();
+        let fresh = state.checked.is_some_and(|at| at.elapsed() < RECHECK);
+        let conn = state.conn.clone().filter(|_| fresh)?;
+        Some((state.generation, conn))
+    }
+
+    /// The connection in use, once the sentinels have named its master within [`RECHECK`];
+    /// a new one when they name another (a failover: the old master may still take writes
+    /// from clients that stay on it until Sentinel demotes it, up to its 10 s `INFO` period
+    /// later), or when there is none.
     async fn current(&self) -> RedisResult<(u64, MultiplexedConnection)> {
-        if let (generation, Some(conn)) = self.cached() {
-            return Ok((generation, conn));
+        if let Some(fresh) = self.fresh() {
+            return Ok(fresh);
         }
         let _connecting = self.shared.connecting.lock().await;
-        if let (generation, Some(conn)) = self.cached() {
-            return Ok((generation, conn));
+        if let Some(fresh) = self.fresh() {
+            return Ok(fresh);
         }
-        let client = self.shared.sentinels.master().await?;
+        let named = self.shared.sentinels.master().await;
+        // Decided under the lock, which no `.await` may hold.
+        let client = {
+            let mut state = self.state();
+            match (named, state.conn.clone()) {
+                // Sentinels unreachable, or naming nobody yet: go on with the connection in
+                // use (asked again after RECHECK).
+                (Err(_), Some(conn)) => {
+                    state.checked = Some(Instant::now());
+                    return Ok((state.generation, conn));
+                }
+                (Err(e), None) => return Err(e),
+                (Ok(client), Some(conn))
+                    if state.addr == client.get_connection_info().addr().to_string() =>
+                {
+                    state.checked = Some(Instant::now());
+                    return Ok((state.generation, conn));
+                }
+                (Ok(client), _) => client,
+            }
+        };
+        let addr = client.get_connection_info().addr().to_string();
         let conn = client
             .get_multiplexed_async_connection_with_config(&self.shared.config)
             .await?;
-        let mut current = self
-            .shared
-            .current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        current.0 += 1;
-        current.1 = Some(conn.clone());
-        Ok((current.0, conn))
+        let mut state = self.state();
+        state.generation += 1;
+        state.conn = Some(conn.clone());
+        state.addr = addr;
+        state.checked = Some(Instant::now());
+        Ok((state.generation, conn))
     }
 
     /// Forgets connection `generation`, if it is still the one in use.
     fn forget(&self, generation: u64) {
-        let mut current = self
-            .shared
-            .current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if current.0 == generation {
-            current.1 = None;
+        let mut state = self.state();
+        if state.generation == generation {
+            state.conn = None;
         }
     }
 
@@ -283,7 +317,7 @@ impl SentinelConn {
     }
 
     fn get_db(&self) -> i64 {
-        self.cached().1.map_or(0, |conn| conn.get_db())
+        self.state().conn.as_ref().map_or(0, |conn| conn.get_db())
     }
 }
 

@@ -9,6 +9,7 @@ use futures_lite::StreamExt;
 
 use crate::config::RedisConfig;
 use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
+use crate::sentinel::RECHECK;
 use crate::source::Source;
 
 /// The wake-up source of a [`RedisLocks`](crate::RedisLocks): a subscription to
@@ -43,17 +44,48 @@ impl Listener for RedisListener {
             let client = self.source.subscriber_client().await?;
             let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&self.channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
+            let addr = client.get_connection_info().addr().to_string();
+            Ok::<_, redis::RedisError>((pubsub, addr))
         })
         .await;
-        let Ok(Ok(pubsub)) = subscribed else { return };
+        let Ok(Ok((pubsub, addr))) = subscribed else {
+            return;
+        };
         sink.subscribed();
         let mut messages = pubsub.into_on_message();
-        while let Some(message) = messages.next().await {
-            if let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) {
-                sink.deliver(text);
+        let Source::Sentinel(sentinels) = &self.source else {
+            while let Some(message) = messages.next().await {
+                deliver(sink, &message);
+            }
+            return;
+        };
+        // Through sentinels, the subscription ends once they name another master (a demoted
+        // master that still answers publishes nothing of the new one's), and the kit
+        // subscribes again, on the new one.
+        loop {
+            tokio::select! {
+                message = messages.next() => match message {
+                    Some(message) => deliver(sink, &message),
+                    None => return,
+                },
+                () = tokio::time::sleep(RECHECK) => {
+                    let named = tokio::time::timeout(self.io_timeout, sentinels.master()).await;
+                    let moved = named.is_ok_and(|named| {
+                        named.is_ok_and(|c| c.get_connection_info().addr().to_string() != addr)
+                    });
+                    if moved {
+                        return;
+                    }
+                }
             }
         }
+    }
+}
+
+/// Hands a message's payload (a waiter's id, or `*`) to the kit.
+fn deliver(sink: &dyn WakeSink, message: &redis::Msg) {
+    if let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) {
+        sink.deliver(text);
     }
 }
 

@@ -1,10 +1,16 @@
 //! `redis+sentinel://` URLs: the sentinels to ask, the master's name, and how to find the
 //! master they name now.
 
+use std::time::Duration;
+
 use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo, RedisResult};
+
+/// How often a store asks the sentinels which server is the master, at most (before a call,
+/// and in the subscriber): a demoted master that still answers is left within about this.
+pub(crate) const RECHECK: Duration = Duration::from_secs(1);
 
 /// The scheme of a URL that names sentinels and a master instead of a server.
 pub(crate) const SCHEME: &str = "redis+sentinel";
