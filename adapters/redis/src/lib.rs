@@ -39,6 +39,8 @@
 //!   or the server answers as a replica (`READONLY`): within one `io_timeout` a call retries
 //!   through a failover, then reaches the new master; the pub/sub listener resubscribes
 //!   there, so waiters queued before the failover are woken by the new master's hand-offs.
+//!   The sentinels are asked again at most once a second in any case, so that a store leaves
+//!   a demoted master that still answers within about a second.
 //! - **Waiting** is FIFO across processes with direct hand-off inside the release script and
 //!   no barging; waiters sleep on pub/sub with a bounded re-check (see [`RedisAcquire`]).
 //! - **Failures** (connection refused, no answer within [`RedisConfig::io_timeout`], a script
