@@ -19,7 +19,7 @@ test:
 test-serial: $(TEST_PARTS)
 
 ## setup: rustup targets, wasm-bindgen-cli (the Cargo.lock version), Chromium + ChromeDriver,
-## redis-server; quiet when all is there
+## redis-server and redis-sentinel; quiet when all is there
 setup:
 	@scripts/setup.sh
 	@scripts/redis-setup.sh
@@ -38,9 +38,9 @@ clippy:
 	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness -p alkstore-idb-js --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
-## except the Redis engine's and the alkstore tool's, which need a server: test-redis and test-cli run them
+## except the Redis engine's (and its tools' topology suites) and the alkstore tool's, which need servers: test-redis and test-cli run them
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-redis-tools --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
@@ -118,9 +118,9 @@ doc:
 ## The fault tests start servers of their own on the fixed ports REDIS_FAULT_PORTS, which
 ## REDIS_PORT must avoid (refused). No other Redis is touched.
 REDIS_PORT ?= 6390
-REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422
+REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422 $(shell seq 6450 6469)
 REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
-.PHONY: redis-setup redis-port test-redis bench-redis demo-redis
+.PHONY: redis-setup redis-port test-redis bench-redis demo-redis failover-redis
 
 ## redis-setup: redis-server from the Debian package, when missing (as root)
 redis-setup:
@@ -131,10 +131,15 @@ redis-port:
 	@if [ -n "$(filter $(REDIS_PORT),$(REDIS_FAULT_PORTS))" ]; then \
 	  echo "REDIS_PORT=$(REDIS_PORT) is one of the fault tests' own ports ($(REDIS_FAULT_PORTS)); pick another" >&2; exit 1; fi
 
-## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server
+## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server;
+## then the topologies' suites (adapters/redis/tools/tests), which start their own servers on 6450-6469
+## (Sentinel: a master, a replica, three sentinels on 6450-6454; Cluster: 3 masters, 3 replicas on 6460-6465)
 test-redis: redis-setup redis-port
-	$(CARGO) test -q -p alkstore-redis --no-run
+	$(CARGO) test -q -p alkstore-redis -p alkstore-redis-tools --no-run
+	$(CARGO) build -q -p alkstore-redis-tools --bin failover
 	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
+	$(CARGO) test -p alkstore-redis-tools
+	$(CARGO) run -q -p alkstore-redis-tools --bin failover -- --failovers 2
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
 ## and with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench), try_lock+release with replica ack
@@ -142,6 +147,13 @@ REDIS_BENCH_REPLICA_PORT ?= 6445
 bench-redis: redis-setup redis-port
 	$(CARGO) build --release -q -p alkstore-redis-tools --bin bench
 	ALKSTORE_BENCH_REPLICA_PORT=$(REDIS_BENCH_REPLICA_PORT) $(REDIS_RUN) $(CARGO) run --release -q -p alkstore-redis-tools --bin bench
+
+## failover-redis: the failover figures: 8 processes taking, renewing and releasing leases on 3 names through a
+## Sentinel set of its own (6455-6459), failed over 10 times (SENTINEL FAILOVER and SIGKILL in turn), without and with
+## replica ack; prints the table of double grants, token inversions, leases lost, waiters stranded and pauses
+failover-redis: redis-setup
+	$(CARGO) build --release -q -p alkstore-redis-tools --bin failover
+	$(CARGO) run --release -q -p alkstore-redis-tools --bin failover -- --failovers 10
 
 ## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
 demo-redis: redis-setup redis-port

@@ -34,13 +34,24 @@
 //!   the grant is withdrawn.
 //! - **TLS**: `rediss://` URLs (feature `tls`, on by default, rustls), with the system's
 //!   roots or [`RedisConfig::with_tls_root_ca`].
+//! - **Sentinel**: `redis+sentinel://host:port[,host:port…]/master_name[/db]` connects to
+//!   the master the sentinels name, and asks them again whenever a connection to it fails
+//!   or the server answers as a replica (`READONLY`): within one `io_timeout` a call retries
+//!   through a failover, then reaches the new master; the pub/sub listener resubscribes
+//!   there, so waiters queued before the failover are woken by the new master's hand-offs.
+//!   The sentinels are asked again at most once a second in any case, so that a store leaves
+//!   a demoted master that still answers within about a second.
 //! - **Waiting** is FIFO across processes with direct hand-off inside the release script and
 //!   no barging; waiters sleep on pub/sub with a bounded re-check (see [`RedisAcquire`]).
 //! - **Failures** (connection refused, no answer within [`RedisConfig::io_timeout`], a script
 //!   error) are [`LockError::Unavailable`](alkstore_mem::LockError::Unavailable), never a
 //!   panic and never a lock believed held that is not. When Redis comes back, the same store
 //!   works again.
-//! - **Redis Cluster**: every key of a namespace starts with `{ns}:`, one hash slot.
+//! - **Redis Cluster**: `redis+cluster://host:port[,host:port…]` or
+//!   [`Redis::connect_cluster`]: every key of a namespace starts with `{ns}:`, one hash slot,
+//!   and scripts follow it (`MOVED`, `ASK`); while the slot migrates no script runs (each
+//!   declares a second key that never exists, so the cluster answers `TRYAGAIN`), never on a
+//!   half-moved namespace. Wake-ups by plain pub/sub, which reaches every node.
 //!
 //! # Example
 //! ```no_run
@@ -65,11 +76,15 @@
 #![deny(missing_docs, missing_debug_implementations)]
 
 mod client;
+mod cluster;
 mod config;
+mod conn;
 mod listener;
 mod lock;
 mod scripts;
+mod sentinel;
 mod snapshot;
+mod source;
 mod store;
 
 /// The core this engine implements, re-exported: `alkstore_redis::alkstore_mem::LockStore` is

@@ -9,6 +9,8 @@ use futures_lite::StreamExt;
 
 use crate::config::RedisConfig;
 use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
+use crate::sentinel::RECHECK;
+use crate::source::Source;
 
 /// The wake-up source of a [`RedisLocks`](crate::RedisLocks): a subscription to
 /// `{ns}:wake`, whose messages are the id of a waiter handed a lease, or `*` (everybody
@@ -19,15 +21,15 @@ use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
 /// those deadlines.
 #[derive(Debug)]
 pub struct RedisListener {
-    client: redis::Client,
+    source: Source,
     channel: String,
     io_timeout: Duration,
 }
 
 impl RedisListener {
-    pub(crate) fn new(client: redis::Client, channel: String, config: &RedisConfig) -> Self {
+    pub(crate) fn new(source: Source, channel: String, config: &RedisConfig) -> Self {
         RedisListener {
-            client,
+            source,
             channel,
             io_timeout: config.io_timeout(),
         }
@@ -37,19 +39,53 @@ impl RedisListener {
 impl Listener for RedisListener {
     async fn listen<'a>(&'a mut self, sink: &'a dyn WakeSink) {
         let subscribed = tokio::time::timeout(self.io_timeout, async {
-            let mut pubsub = self.client.get_async_pubsub().await?;
+            // Through sentinels: the master named now (after a failover, the new one); in a
+            // cluster, a node (each in turn: `PUBLISH` reaches subscribers on every node).
+            let client = self.source.subscriber_client().await?;
+            let mut pubsub = client.get_async_pubsub().await?;
             pubsub.subscribe(&self.channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
+            let addr = client.get_connection_info().addr().to_string();
+            Ok::<_, redis::RedisError>((pubsub, addr))
         })
         .await;
-        let Ok(Ok(pubsub)) = subscribed else { return };
+        let Ok(Ok((pubsub, addr))) = subscribed else {
+            return;
+        };
         sink.subscribed();
         let mut messages = pubsub.into_on_message();
-        while let Some(message) = messages.next().await {
-            if let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) {
-                sink.deliver(text);
+        let Source::Sentinel(sentinels) = &self.source else {
+            while let Some(message) = messages.next().await {
+                deliver(sink, &message);
+            }
+            return;
+        };
+        // Through sentinels, the subscription ends once they name another master (a demoted
+        // master that still answers publishes nothing of the new one's), and the kit
+        // subscribes again, on the new one.
+        loop {
+            tokio::select! {
+                message = messages.next() => match message {
+                    Some(message) => deliver(sink, &message),
+                    None => return,
+                },
+                () = tokio::time::sleep(RECHECK) => {
+                    let named = tokio::time::timeout(self.io_timeout, sentinels.master()).await;
+                    let moved = named.is_ok_and(|named| {
+                        named.is_ok_and(|c| c.get_connection_info().addr().to_string() != addr)
+                    });
+                    if moved {
+                        return;
+                    }
+                }
             }
         }
+    }
+}
+
+/// Hands a message's payload (a waiter's id, or `*`) to the kit.
+fn deliver(sink: &dyn WakeSink, message: &redis::Msg) {
+    if let Ok(text) = std::str::from_utf8(message.get_payload_bytes()) {
+        sink.deliver(text);
     }
 }
 
@@ -57,15 +93,15 @@ impl Listener for RedisListener {
 /// on a connection of its own, for the kit's helper thread when the store's runtime is gone.
 #[derive(Debug)]
 pub struct RedisFallback {
-    client: redis::Client,
+    source: Source,
     prefix: String,
     mark_ms: u64,
 }
 
 impl RedisFallback {
-    pub(crate) fn new(client: redis::Client, prefix: String, config: &RedisConfig) -> Self {
+    pub(crate) fn new(source: Source, prefix: String, config: &RedisConfig) -> Self {
         RedisFallback {
-            client,
+            source,
             prefix,
             mark_ms: config.release_mark_ms(),
         }
@@ -83,7 +119,7 @@ impl Fallback for RedisFallback {
                 invocation(&SCRIPTS.cancel, &self.prefix, name, &[id])
             }
         };
-        let Ok(mut conn) = self.client.get_multiplexed_async_connection().await else {
+        let Ok(mut conn) = self.source.connection().await else {
             return false;
         };
         call.invoke_async::<redis::Value>(&mut conn).await.is_ok()

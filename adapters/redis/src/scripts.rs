@@ -92,14 +92,27 @@ pub(crate) fn evalsha(
     args: &[&dyn ToRedisArgsDyn],
 ) -> redis::Cmd {
     let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash()).arg(1).arg(prefix).arg(name);
+    cmd.arg(script.get_hash())
+        .arg(2)
+        .arg(prefix)
+        .arg(guard_key(prefix))
+        .arg(name);
     for arg in args {
         arg.push_to_cmd(&mut cmd);
     }
     cmd
 }
 
-/// A script's invocation on `name` with `args`, its first key the namespace prefix.
+/// The second key every script declares, `{ns}:!`, which (like `{ns}:`) never exists: with
+/// two declared keys and none present, a Redis Cluster whose slot of the namespace is
+/// migrating answers `ASK` then `TRYAGAIN` (never running the script on a half-moved
+/// namespace) until the slot has moved; see `cluster.rs`. Scripts never read it.
+fn guard_key(prefix: &str) -> String {
+    format!("{prefix}!")
+}
+
+/// A script's invocation on `name` with `args`, its keys the namespace prefix and the
+/// [`guard_key`].
 pub(crate) fn invocation<'a>(
     script: &'a Script,
     prefix: &str,
@@ -107,7 +120,7 @@ pub(crate) fn invocation<'a>(
     args: &[&dyn ToRedisArgsDyn],
 ) -> redis::ScriptInvocation<'a> {
     let mut invocation = script.key(prefix);
-    invocation.arg(name);
+    invocation.key(guard_key(prefix)).arg(name);
     for arg in args {
         arg.push_to(&mut invocation);
     }

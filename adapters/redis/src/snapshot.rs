@@ -63,8 +63,10 @@ async fn names(store: &Redis) -> Result<BTreeSet<String>, LockError> {
                 .arg(&pattern)
                 .arg("COUNT")
                 .arg(BATCH);
+            // In a cluster, on the master of the namespace's slot (a keyless SCAN would go
+            // to any node).
             let step = async {
-                let step = scan.query_async::<(u64, Vec<String>)>(&mut conn).await;
+                let step = conn.on_slot_of::<(u64, Vec<String>)>(prefix, &scan).await;
                 step.map_err(|e| failed(&e))
             };
             let (next, found) = bounded(store, step).await?;

@@ -8,23 +8,24 @@ use std::time::Duration;
 
 use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline, unavailable};
 use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{FromRedisValue, Script};
 
-use crate::client::{open_client, redacted};
 use crate::config::RedisConfig;
+use crate::conn::{Conn, open};
 use crate::listener::{RedisFallback, RedisListener};
 use crate::scripts::{
     SCRIPTS, ToRedisArgsDyn, evalsha, failed, field, from_us, invocation, micros,
 };
+use crate::source::Source;
 
-/// The Redis engine: one multiplexed [`ConnectionManager`] (it reconnects by itself), the
-/// client that opens the pub/sub subscriber and the clean-up connections, and the namespace.
+/// The Redis engine: one multiplexed connection (to one server, reconnecting by itself; or
+/// to the master that sentinels name, asking them again after a failure), where the pub/sub
+/// subscriber and the clean-up connections go, and the namespace.
 /// [`RedisLocks`](crate::RedisLocks) is the kit's store over it; reach it with
 /// [`RedisLocks::engine`](alkstore_kit::Locks::engine).
 pub struct Redis {
-    conn: ConnectionManager,
-    client: redis::Client,
+    conn: Conn,
+    source: Source,
     config: RedisConfig,
     /// `{ns}:`, the first key of every script.
     prefix: String,
@@ -40,6 +41,11 @@ fn lease_from(name: &str, reply: &[String]) -> Result<Option<LeaseInfo>, LockErr
     };
     let (token, deadline) = (field(reply, 1)?, field(reply, 2)?);
     Ok(Some(LeaseInfo::new(name, owner, token, from_us(deadline))))
+}
+
+/// Whether `e` is a replica's refusal of a write (a master demoted by a failover).
+fn read_only(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
 }
 
 /// `Some(t)` for a server reading `us`, `None` for `0` (the scripts' "none").
@@ -74,7 +80,9 @@ impl Redis {
             // try_lock and acquire pass a request id that a retry finds in its own lease and
             // returns as granted; release leaves a short-lived mark under its request id, so
             // a retry still answers true.
-            Err(e) if e.is_connection_dropped() || e.is_io_error() => {
+            // Through sentinels, a demoted master answers READONLY (nothing ran): the
+            // connection is forgotten and the retry asks the sentinels for the master again.
+            Err(e) if e.is_connection_dropped() || e.is_io_error() || read_only(&e) => {
                 invocation.invoke_async(&mut conn).await
             }
             other => other,
@@ -124,7 +132,10 @@ impl Redis {
                     script.load_async(&mut conn).await.map_err(|e| failed(&e))?;
                 }
                 // As in `run`: the manager reconnects, and the idempotent script runs again.
-                Err(e) if !retried && (e.is_connection_dropped() || e.is_io_error()) => {
+                Err(e)
+                    if !retried
+                        && (e.is_connection_dropped() || e.is_io_error() || read_only(&e)) =>
+                {
                     retried = true;
                 }
                 Err(e) => return Err(failed(&e)),
@@ -145,8 +156,31 @@ impl Redis {
         }
     }
 
+    /// Refuses an empty namespace, or one that holds `{` or `}`.
+    pub(crate) fn checked(config: &RedisConfig) -> Result<(), LockError> {
+        let ns = config.namespace();
+        if ns.is_empty() || ns.contains(['{', '}']) {
+            return Err(unavailable(format!(
+                "invalid RedisConfig: namespace {ns:?} must be non-empty and hold no '{{' or '}}'"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The engine on a connection made by [`open`] or `open_cluster`.
+    pub(crate) fn from_parts(conn: Conn, source: Source, config: RedisConfig) -> Self {
+        Redis {
+            conn,
+            source,
+            prefix: format!("{{{}}}:", config.namespace()),
+            config,
+            #[cfg(feature = "test-clock")]
+            lose_next_reply: AtomicBool::new(false),
+        }
+    }
+
     /// A multiplexed connection to run other commands on (the snapshot's `SCAN`).
-    pub(crate) fn connection(&self) -> ConnectionManager {
+    pub(crate) fn connection(&self) -> Conn {
         self.conn.clone()
     }
 
@@ -171,39 +205,13 @@ impl Protocol for Redis {
     type Fallback = RedisFallback;
     const NAME: &'static str = "redis";
 
-    /// Connects to the Redis at `url` (`redis://host:port/db`) within the `io_timeout`;
-    /// refuses an empty namespace, or one that holds `{` or `}`.
+    /// Connects to the Redis at `url` (`redis://host:port/db`, `rediss://…`, or the master
+    /// named by sentinels, `redis+sentinel://host:port[,host:port…]/master_name[/db]`) within
+    /// the `io_timeout`; refuses an empty namespace, or one that holds `{` or `}`.
     async fn connect(url: &str, config: RedisConfig) -> Result<Self, LockError> {
-        let ns = config.namespace();
-        if ns.is_empty() || ns.contains(['{', '}']) {
-            return Err(unavailable(format!(
-                "invalid RedisConfig: namespace {ns:?} must be non-empty and hold no '{{' or '}}'"
-            )));
-        }
-        let client = open_client(url, &config)?;
-        let io = config.io_timeout();
-        let manager_config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(io))
-            .set_response_timeout(Some(io))
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(20))
-            .set_max_delay(Duration::from_millis(500));
-        let manager = ConnectionManager::new_with_config(client.clone(), manager_config);
-        let conn = tokio::time::timeout(io, manager)
-            .await
-            .map_err(|_| {
-                let url = redacted(url);
-                unavailable(format!("could not connect to {url} within {io:?}"))
-            })?
-            .map_err(|e| unavailable(format!("could not connect to {}: {e}", redacted(url))))?;
-        Ok(Redis {
-            conn,
-            client,
-            prefix: format!("{{{ns}}}:"),
-            config,
-            #[cfg(feature = "test-clock")]
-            lose_next_reply: AtomicBool::new(false),
-        })
+        Redis::checked(&config)?;
+        let (conn, source) = open(url, &config).await?;
+        Ok(Redis::from_parts(conn, source, config))
     }
 
     fn config(&self) -> &RedisConfig {
@@ -365,14 +373,14 @@ impl Protocol for Redis {
 
     fn listener(&self) -> RedisListener {
         RedisListener::new(
-            self.client.clone(),
+            self.source.clone(),
             format!("{}wake", self.prefix),
             &self.config,
         )
     }
 
     fn fallback(&self) -> RedisFallback {
-        RedisFallback::new(self.client.clone(), self.prefix.clone(), &self.config)
+        RedisFallback::new(self.source.clone(), self.prefix.clone(), &self.config)
     }
 }
 

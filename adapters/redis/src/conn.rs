@@ -1,0 +1,338 @@
+//! [`Conn`]: the engine's multiplexed connection, to one server (a [`ConnectionManager`]
+//! that reconnects to the same address) or to the master that sentinels name (which asks
+//! them again after a connection fails, so that calls after a failover reach the new
+//! master).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+
+use alkstore_kit::unavailable;
+use alkstore_mem::LockError;
+use redis::aio::ConnectionManagerConfig;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+
+use crate::client::{open_client, redacted};
+use crate::cluster::{hash_slot, is_cluster_url, open_cluster, seeds};
+use crate::config::RedisConfig;
+use crate::sentinel::{RECHECK, Sentinels, is_sentinel_url};
+use crate::source::Source;
+
+/// Connects to `url` within the `io_timeout`: a server (`redis://`, `rediss://`, …), the
+/// master the sentinels of a `redis+sentinel://` URL name, or the cluster of a
+/// `redis+cluster://` URL's seed nodes. Answers the connection and where
+/// the engine's other connections (pub/sub, clean-up) go.
+pub(crate) async fn open(url: &str, config: &RedisConfig) -> Result<(Conn, Source), LockError> {
+    let io = config.io_timeout();
+    let timed_out = || {
+        unavailable(format!(
+            "could not connect to {} within {io:?}",
+            redacted(url)
+        ))
+    };
+    let refused =
+        |e: RedisError| unavailable(format!("could not connect to {}: {e}", redacted(url)));
+    if is_cluster_url(url) {
+        return open_cluster(&seeds(url)?, config).await;
+    }
+    if is_sentinel_url(url) {
+        if config.tls_root_ca().is_some() {
+            return Err(unavailable(
+                "invalid RedisConfig: a TLS root CA is set, but redis+sentinel:// has no TLS in this version",
+            ));
+        }
+        let sentinels = Arc::new(Sentinels::parse(url)?);
+        let conn = tokio::time::timeout(io, SentinelConn::connect(sentinels.clone(), io))
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(refused)?;
+        return Ok((Conn::Sentinel(conn), Source::Sentinel(sentinels)));
+    }
+    let client = open_client(url, config)?;
+    let manager_config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(io))
+        .set_response_timeout(Some(io))
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(20))
+        .set_max_delay(Duration::from_millis(500));
+    let manager = ConnectionManager::new_with_config(client.clone(), manager_config);
+    let conn = tokio::time::timeout(io, manager)
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(refused)?;
+    Ok((Conn::Server(conn), Source::Server(Box::new(client))))
+}
+
+/// A connection the scripts run on; cheap to clone (clones share it).
+#[derive(Clone)]
+pub(crate) enum Conn {
+    /// One server; the manager reconnects to it by itself.
+    Server(ConnectionManager),
+    /// The master named by sentinels.
+    Sentinel(SentinelConn),
+    /// A Redis Cluster: routes by key, follows `MOVED` and `ASK`, retries `TRYAGAIN`.
+    Cluster(ClusterConnection),
+    /// A plain connection of its own, for one clean-up.
+    Plain(MultiplexedConnection),
+}
+
+impl Conn {
+    /// Runs `cmd` (a keyless command about the namespace, like `SCAN`) on the node that
+    /// holds the slot of `key`: in a cluster, that slot's master; elsewhere, the server.
+    pub(crate) async fn on_slot_of<T: redis::FromRedisValue>(
+        &mut self,
+        key: &str,
+        cmd: &Cmd,
+    ) -> RedisResult<T> {
+        match self {
+            Conn::Cluster(conn) => {
+                let route = Route::new(hash_slot(key.as_bytes()), SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                let value = conn.route_command(cmd.clone(), routing).await?;
+                redis::from_redis_value(value).map_err(Into::into)
+            }
+            other => cmd.query_async(other).await,
+        }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Server(conn) => conn.req_packed_command(cmd),
+            Conn::Sentinel(conn) => conn.req_packed_command(cmd),
+            Conn::Cluster(conn) => conn.req_packed_command(cmd),
+            Conn::Plain(conn) => conn.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Server(conn) => conn.req_packed_commands(cmd, offset, count),
+            Conn::Sentinel(conn) => conn.req_packed_commands(cmd, offset, count),
+            Conn::Cluster(conn) => conn.req_packed_commands(cmd, offset, count),
+            Conn::Plain(conn) => conn.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Server(conn) => conn.get_db(),
+            Conn::Sentinel(conn) => conn.get_db(),
+            Conn::Cluster(conn) => conn.get_db(),
+            Conn::Plain(conn) => conn.get_db(),
+        }
+    }
+}
+
+/// Whether `e` means the connection may no longer lead to the master: it failed, timed out,
+/// or the server is a replica now (`READONLY`: a demoted master; nothing of the call ran).
+fn leads_nowhere(e: &RedisError) -> bool {
+    e.is_connection_dropped()
+        || e.is_io_error()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
+        || e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
+}
+
+/// A multiplexed connection to the master that sentinels name, made on first use and after
+/// each failure: a call that fails as [`leads_nowhere`] says (or is dropped before it ends,
+/// as by a timeout) forgets the connection, and the next call asks the sentinels again.
+#[derive(Clone)]
+pub(crate) struct SentinelConn {
+    shared: Arc<Shared>,
+}
+
+/// The connection in use, its generation (a failure forgets only the connection it
+/// happened on, never a newer one), the master's address, and when the sentinels last
+/// named it.
+#[derive(Default)]
+struct Current {
+    generation: u64,
+    conn: Option<MultiplexedConnection>,
+    addr: String,
+    checked: Option<Instant>,
+}
+
+struct Shared {
+    sentinels: Arc<Sentinels>,
+    config: AsyncConnectionConfig,
+    /// How long a call may go on retrying through a failover.
+    io: Duration,
+    /// The connection in use.
+    current: Mutex<Current>,
+    /// Held while a connection is being made, so that many calls after a failover ask the
+    /// sentinels once.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl SentinelConn {
+    /// Connects to the master the sentinels name now, each step within `io_timeout`.
+    pub(crate) async fn connect(sentinels: Arc<Sentinels>, io: Duration) -> RedisResult<Self> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(io))
+            .set_response_timeout(Some(io));
+        let conn = SentinelConn {
+            shared: Arc::new(Shared {
+                sentinels,
+                config,
+                io,
+                current: Mutex::new(Current::default()),
+                connecting: tokio::sync::Mutex::new(()),
+            }),
+        };
+        conn.on_master(|_| async { Ok(()) }).await?;
+        Ok(conn)
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Current> {
+        self.shared
+            .current
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The connection in use, if the sentinels named its master less than [`RECHECK`] ago.
+    fn fresh(&self) -> Option<(u64, MultiplexedConnection)> {
+        let state = self.state();
+        let fresh = state.checked.is_some_and(|at| at.elapsed() < RECHECK);
+        let conn = state.conn.clone().filter(|_| fresh)?;
+        Some((state.generation, conn))
+    }
+
+    /// The connection in use, once the sentinels have named its master within [`RECHECK`];
+    /// a new one when they name another (a failover: the old master may still take writes
+    /// from clients that stay on it until Sentinel demotes it, up to its 10 s `INFO` period
+    /// later), or when there is none.
+    async fn current(&self) -> RedisResult<(u64, MultiplexedConnection)> {
+        if let Some(fresh) = self.fresh() {
+            return Ok(fresh);
+        }
+        let _connecting = self.shared.connecting.lock().await;
+        if let Some(fresh) = self.fresh() {
+            return Ok(fresh);
+        }
+        let named = self.shared.sentinels.master().await;
+        // Decided under the lock, which no `.await` may hold.
+        let client = {
+            let mut state = self.state();
+            match (named, state.conn.clone()) {
+                // Sentinels unreachable, or naming nobody yet: go on with the connection in
+                // use (asked again after RECHECK).
+                (Err(_), Some(conn)) => {
+                    state.checked = Some(Instant::now());
+                    return Ok((state.generation, conn));
+                }
+                (Err(e), None) => return Err(e),
+                (Ok(client), Some(conn))
+                    if state.addr == client.get_connection_info().addr().to_string() =>
+                {
+                    state.checked = Some(Instant::now());
+                    return Ok((state.generation, conn));
+                }
+                (Ok(client), _) => client,
+            }
+        };
+        let addr = client.get_connection_info().addr().to_string();
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&self.shared.config)
+            .await?;
+        let mut state = self.state();
+        state.generation += 1;
+        state.conn = Some(conn.clone());
+        state.addr = addr;
+        state.checked = Some(Instant::now());
+        Ok((state.generation, conn))
+    }
+
+    /// Forgets connection `generation`, if it is still the one in use.
+    fn forget(&self, generation: u64) {
+        let mut state = self.state();
+        if state.generation == generation {
+            state.conn = None;
+        }
+    }
+
+    /// Runs `call` on the connection in use; forgets it when the call fails as
+    /// [`leads_nowhere`] says or is dropped before it ends. While there is no master to reach
+    /// (a failover under way: the sentinels still name the dead one, or nobody yet) or the
+    /// call fails that way, it asks the sentinels again and retries, with a backoff of 20 ms
+    /// doubling to 500 ms, for up to the `io_timeout`; then it answers the last error. Every
+    /// script is idempotent (see `Redis::run`), so running one again is safe.
+    async fn on_master<T, F, Fut>(&self, call: F) -> RedisResult<T>
+    where
+        F: Fn(MultiplexedConnection) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        let until = Instant::now() + self.shared.io;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let (result, retry) = match self.current().await {
+                Ok((generation, conn)) => {
+                    let mut unfinished = Unfinished {
+                        conn: self,
+                        generation,
+                        armed: true,
+                    };
+                    let result = call(conn).await;
+                    unfinished.armed = matches!(&result, Err(e) if leads_nowhere(e));
+                    let retry = unfinished.armed;
+                    (result, retry)
+                }
+                // No master found or reached: whatever the reason, ask again.
+                Err(e) => (Err(e), true),
+            };
+            if !retry || Instant::now() + pause >= until {
+                return result;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(self.on_master(move |mut conn| async move { conn.req_packed_command(cmd).await }))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(self.on_master(move |mut conn| async move {
+            conn.req_packed_commands(cmd, offset, count).await
+        }))
+    }
+
+    fn get_db(&self) -> i64 {
+        self.state().conn.as_ref().map_or(0, |conn| conn.get_db())
+    }
+}
+
+/// Forgets its connection when dropped armed: the call failed for want of a master, or it
+/// was dropped before it ended.
+struct Unfinished<'a> {
+    conn: &'a SentinelConn,
+    generation: u64,
+    armed: bool,
+}
+
+impl Drop for Unfinished<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.conn.forget(self.generation);
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! `redis+sentinel://`: a master, a replica and three sentinels of the test's own on
+//! 127.0.0.1 (base port 6450, shifted by `ALKSTORE_TEST_PORT_OFFSET`; scratch dirs, killed
+//! by pid). Failed over twice, by `SENTINEL FAILOVER` and by SIGKILL of the master: a lease
+//! held across the failover is still held on the new master, renews and releases there; a
+//! waiter queued before the failover is handed the lease by pub/sub on the new master (its
+//! heartbeat is 20 s, so nothing else could wake it in time); tokens go on increasing; the
+//! same store, connected before, works after.
+
+use std::time::Duration;
+
+use alkstore_kit_harness::support;
+use alkstore_redis::alkstore_mem::LockError;
+use alkstore_redis::{RedisConfig, RedisLock, RedisLocks};
+use alkstore_redis_tools::sentinels::SentinelSet;
+use alkstore_redis_tools::server::{cli, wait_for};
+
+const TTL: Duration = Duration::from_secs(60);
+
+fn config(ns: &str) -> RedisConfig {
+    RedisConfig::new()
+        .with_namespace(ns)
+        // Long enough to ride over a failover (a call retries until then).
+        .with_io_timeout(Duration::from_secs(10))
+        // Nothing but a pub/sub message wakes a waiter within the test's bounds.
+        .with_waiter_heartbeat(Duration::from_secs(20))
+}
+
+/// Waits until `key` is on the replica (replication is asynchronous: a lease must be there
+/// before the failover for the new master to have it).
+fn on_replica(set: &SentinelSet, keys: &[String]) {
+    let master = set.master_port();
+    let replica = [support::port(6450), support::port(6451)]
+        .into_iter()
+        .find(|p| *p != master)
+        .unwrap();
+    for key in keys {
+        wait_for(
+            &format!("{key} replicated"),
+            Duration::from_secs(10),
+            || cli(replica, &["EXISTS", key]).trim() == "1",
+        );
+    }
+}
+
+/// Holds `name`, queues a waiter behind it, fails over with `failover`, then checks the
+/// lease, the waiter's hand-off and the tokens on the new master.
+async fn across_a_failover(
+    set: &mut SentinelSet,
+    locks: &RedisLocks,
+    ns: &str,
+    name: &str,
+    failover: fn(&mut SentinelSet) -> (u16, Duration),
+    last_token: u64,
+) -> u64 {
+    let mut held: RedisLock = locks.try_lock(name, "holder", TTL).await.unwrap().unwrap();
+    assert!(held.token() > last_token, "tokens increase");
+    let waiter = tokio::spawn(
+        locks
+            .acquire(name, "waiter", TTL)
+            .timeout(Duration::from_secs(120)),
+    );
+    let queue = format!("{{{ns}}}:queue:{name}");
+    wait_for("the waiter queued", Duration::from_secs(10), || {
+        cli(set.master_port(), &["ZCARD", &queue]).trim() == "1"
+    });
+    on_replica(set, &[format!("{{{ns}}}:lock:{name}"), queue]);
+
+    let (new_master, took) = tokio::task::block_in_place(|| failover(set));
+    eprintln!("{name}: the sentinels named 127.0.0.1:{new_master} after {took:?}");
+
+    // The lease came across: the new master has it, renews it, and says who holds it.
+    let holder = locks.holder(name).await.unwrap().expect("still held");
+    assert_eq!((holder.owner(), holder.token()), ("holder", held.token()));
+    held.renew(TTL).await.unwrap();
+    assert!(held.is_held().await.unwrap());
+    let lock_key = format!("{{{ns}}}:lock:{name}");
+    assert_eq!(cli(new_master, &["EXISTS", &lock_key]).trim(), "1");
+
+    // The listener subscribed on the new master.
+    let channel = format!("{{{ns}}}:wake");
+    wait_for(
+        "the wake-up listener is subscribed on the new master",
+        Duration::from_secs(20),
+        || {
+            let out = cli(new_master, &["PUBSUB", "NUMSUB", &channel]);
+            out.lines().nth(1).is_some_and(|n| n.trim() != "0")
+        },
+    );
+
+    // The release hands the lease to the waiter, woken by pub/sub well before its heartbeat.
+    assert!(!waiter.is_finished());
+    let started = tokio::time::Instant::now();
+    let held_token = held.token();
+    assert!(held.release().await.unwrap());
+    let handed = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("the waiter is served");
+    assert_eq!(handed.owner(), "waiter");
+    assert!(
+        handed.token() > held_token,
+        "tokens increase across the failover"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the waiter was woken by pub/sub, not its 20 s heartbeat"
+    );
+    let token = handed.token();
+    assert!(handed.release().await.unwrap());
+
+    // A new grant on the new master: a larger token still.
+    let again = locks.try_lock(name, "again", TTL).await.unwrap().unwrap();
+    assert!(again.token() > token);
+    let token = again.token();
+    assert!(again.release().await.unwrap());
+    token
+}
+
+#[test]
+fn sentinel_failovers_keep_leases_waiters_and_token_order() {
+    let mut set = SentinelSet::start(6450);
+    let url = set.url();
+    support::runtime().block_on(async {
+        let ns = support::fresh_scope();
+        let locks = RedisLocks::connect_with(&url, config(&ns)).await.unwrap();
+        let first = set.master_port();
+        let token = across_a_failover(
+            &mut set,
+            &locks,
+            &ns,
+            "by-command",
+            SentinelSet::failover_by_command,
+            0,
+        )
+        .await;
+        assert_ne!(set.master_port(), first);
+        let token = across_a_failover(
+            &mut set,
+            &locks,
+            &ns,
+            "by-kill",
+            SentinelSet::failover_by_kill,
+            token,
+        )
+        .await;
+        assert_eq!(set.master_port(), first, "failed back to the first server");
+
+        // A store connected now finds the current master too, and sees the same locks.
+        let other = RedisLocks::connect_with(&url, config(&ns)).await.unwrap();
+        let lock = other.try_lock("later", "x", TTL).await.unwrap().unwrap();
+        assert!(lock.token() > token);
+        assert_eq!(
+            locks.holder("later").await.unwrap().map(|l| l.token()),
+            Some(lock.token())
+        );
+    });
+}
+
+#[test]
+fn sentinel_urls_that_lead_nowhere_are_unavailable() {
+    support::runtime().block_on(async {
+        // Nothing listens there (a port of this suite's range no topology uses).
+        let port = support::port(6469);
+        assert!(!support::listens(port));
+        let url = format!("redis+sentinel://127.0.0.1:{port}/alkmaster");
+        let config = RedisConfig::new().with_io_timeout(Duration::from_millis(300));
+        let error = RedisLocks::connect_with(&url, config).await.unwrap_err();
+        assert!(matches!(error, LockError::Unavailable { .. }), "{error}");
+        assert!(error.to_string().contains("redis+sentinel://127.0.0.1"));
+        let bad = RedisLocks::connect("redis+sentinel://127.0.0.1:1").await;
+        let message = bad.unwrap_err().to_string();
+        assert!(message.contains("master's name is missing"), "{message}");
+        let tls = RedisConfig::new().with_tls_root_ca("-----BEGIN CERTIFICATE-----");
+        let message = RedisLocks::connect_with(&url, tls)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("no TLS"), "{message}");
+    });
+}
