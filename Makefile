@@ -135,7 +135,8 @@ redis-port:
 ## then the topologies' suites (adapters/redis/tools/tests), which start their own servers on 6450-6469
 ## (Sentinel: a master, a replica, three sentinels on 6450-6454; Cluster: 3 masters, 3 replicas on 6460-6465)
 test-redis: redis-setup redis-port
-	$(CARGO) test -q -p alkstore-redis -p alkstore-redis-tools --no-run
+	$(CARGO) test -q -p alkstore-redis --no-run
+	$(CARGO) test -q -p alkstore-redis-tools --no-run
 	$(CARGO) build -q -p alkstore-redis-tools --bin failover
 	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
 	$(CARGO) test -p alkstore-redis-tools

@@ -88,9 +88,9 @@ order+=(build-engines)
 started[build-engines]=$(date +%s)
 # One package at a time, as the suites build them: several -p in one build unify their
 # dependencies' features into other artifacts, which the suites would then build again.
-(for p in alkstore-redis alkstore-pg alkstore-sqlite alkstore-cli; do
+(for p in alkstore-redis alkstore-redis-tools alkstore-pg alkstore-sqlite alkstore-cli; do
   cargo test -q --no-run -p "$p" || exit $?
-done) >"$logs/build-engines.log" 2>&1
+done && cargo build -q -p alkstore-redis-tools --bin failover) >"$logs/build-engines.log" 2>&1
 record build-engines $?
 [ ${#failed[@]} -eq 0 ] || exit 1
 
