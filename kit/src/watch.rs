@@ -11,6 +11,10 @@ use crate::errors::too_short_to_keep_alive;
 use crate::lock::{Live, Lock};
 use crate::protocol::{Protocol, Settings};
 
+/// How long [`Lock::keep_alive`] waits before it asks again after a renewal that got no
+/// answer about the lease (`Unavailable`), while the deadline is still ahead.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
 /// The future of [`Lock::keep_alive`]: resolves only when the lease is lost, with why.
 pub type KeepAliveFuture<'a> = BoxedFuture<'a, LockError>;
 
@@ -20,10 +24,13 @@ pub type LapsedFuture<'a> = BoxedFuture<'a, LockError>;
 impl<P: Protocol> Lock<P> {
     /// Renews the lease to its [`ttl`](Self::ttl) every `every` and resolves only when it is
     /// lost, with why: [`LockError::Expired`] once a renewal is refused (lapsed, released
-    /// elsewhere, force-released) or cannot be answered before the deadline,
-    /// [`LockError::Unavailable`] when a call failed first (the engine answered with an
-    /// error, or did not answer within the `io_timeout` while the deadline was further off;
-    /// also with no tokio runtime). Takes `&self`:
+    /// elsewhere, force-released) or no renewal could be answered before the deadline. A
+    /// renewal that ends in [`LockError::Unavailable`] (the engine did not answer within the
+    /// `io_timeout`, a connection broke, another connection held SQLite's write lock) says
+    /// nothing about the lease, which is live until its deadline: it is asked again every
+    /// 50 ms or so while that deadline is ahead, and the lease counts as lost only once it
+    /// has passed by the local estimate of the engine's clock (which errs early). It
+    /// resolves with `Unavailable` only with no tokio runtime. Takes `&self`:
     /// race it against the work (`tokio::select!`), which may use the lock meanwhile.
     ///
     /// `every` zero means a third of the ttl; anything above half the ttl is half the ttl
@@ -80,7 +87,8 @@ impl<P: Protocol> Lock<P> {
                         Ok(Ok(Ok(_))) if self.anchor().server < next => continue,
                         Ok(Ok(Ok(_))) => {}
                         Ok(Ok(Err(gone))) => return gone,
-                        Ok(Err(err)) => return err,
+                        // No answer about the lease: the renewal below asks again.
+                        Ok(Err(_)) => {}
                         Err(_) => return self.expired(),
                     }
                 }
@@ -90,8 +98,23 @@ impl<P: Protocol> Lock<P> {
             if left.is_zero() {
                 return self.expired();
             }
-            if let Err(err) = self.renew_within(self.ttl(), Some(left)).await {
-                return err;
+            match self.renew_within(self.ttl(), Some(left)).await {
+                Ok(_) => {}
+                // Not an answer about the lease (the engine did not answer in time, or its
+                // write lock was held by someone else's long transaction): the lease is
+                // live until its deadline, so try again while the deadline is ahead, after
+                // a short pause (an engine that refuses at once is not asked in a spin).
+                Err(LockError::Unavailable { .. }) => {
+                    let left = self.anchor().until(self.deadline());
+                    if left.is_zero() {
+                        return self.expired();
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(RETRY_PAUSE.min(left)) => {}
+                        () = wake.notified() => {}
+                    }
+                }
+                Err(err) => return err,
             }
         }
     }

@@ -200,3 +200,49 @@ async fn retried_and_abandoned_clean_ups_are_traced() {
     assert_eq!(count("lock clean-up abandoned"), 1, "{seen:?}");
     locks.engine().thaw();
 }
+
+/// Finding (a SQLite user's app): a renewal that got no answer in time (another
+/// connection's 3 s write transaction on SQLite, a frozen server) ended `keep_alive` with
+/// `Unavailable` while the lease was live for seconds more, and the work raced against it
+/// was abandoned. It asks again while the deadline is ahead, and only a deadline passed
+/// (by the local estimate of the engine's clock) ends it, as `Expired`.
+#[tokio::test(start_paused = true)]
+async fn keep_alive_outlasts_a_freeze_shorter_than_the_lease_and_ends_at_a_longer_one() {
+    for freeze in FREEZES {
+        let locks = store().await;
+        let ttl = Duration::from_secs(2);
+        let lock = locks.try_lock("job", "a", ttl).await.unwrap().unwrap();
+        let alive = lock.keep_alive(Duration::ZERO);
+        tokio::pin!(alive);
+        // Renewals every 667 ms; frozen for 1 s from 600 ms: one or two renewals unanswered.
+        tokio::select! {
+            gone = &mut alive => panic!("{freeze:?}: {gone:?}"),
+            () = tokio::time::sleep(Duration::from_millis(600)) => {}
+        }
+        locks.engine().freeze(freeze);
+        tokio::select! {
+            gone = &mut alive => panic!("{freeze:?}: ended during a 1 s freeze: {gone:?}"),
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        locks.engine().thaw();
+        tokio::select! {
+            gone = &mut alive => panic!("{freeze:?}: ended after the thaw: {gone:?}"),
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+        }
+        assert!(lock.is_held().await.unwrap(), "{freeze:?}");
+        // Frozen past the ttl: the lease is lost by the deadline, and said so.
+        locks.engine().freeze(freeze);
+        let started = tokio::time::Instant::now();
+        let gone = (&mut alive).await;
+        assert!(
+            matches!(gone, LockError::Expired { .. }),
+            "{freeze:?}: {gone:?}"
+        );
+        assert!(
+            started.elapsed() <= ttl,
+            "{freeze:?}: {:?}",
+            started.elapsed()
+        );
+        locks.engine().thaw();
+    }
+}
