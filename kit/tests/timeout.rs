@@ -154,53 +154,6 @@ async fn the_undo_gives_up_after_its_attempts() {
 }
 
 /// Counts the kit's clean-up events by message.
-#[derive(Default)]
-struct Counting(std::sync::Mutex<Vec<String>>);
-
-struct Message<'a>(&'a mut Option<String>);
-
-impl tracing::field::Visit for Message<'_> {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            *self.0 = Some(format!("{value:?}"));
-        }
-    }
-}
-
-impl tracing::Subscriber for &'static Counting {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        metadata.target() == "alkstore"
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut message = None;
-        event.record(&mut Message(&mut message));
-        self.0.lock().unwrap().extend(message);
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-/// Each failed attempt of a clean-up is traced, and so is giving up.
-#[tokio::test(start_paused = true)]
-async fn retried_and_abandoned_clean_ups_are_traced() {
-    let counting: &'static Counting = Box::leak(Box::default());
-    let _guard = tracing::subscriber::set_default(counting);
-    let locks = store().await;
-    locks.engine().freeze(Some(Duration::from_millis(30)));
-    unavailable(locks.try_lock("job", "a", TTL).await);
-    tokio::time::sleep(Duration::from_secs(30)).await;
-    let seen = counting.0.lock().unwrap().clone();
-    let count = |m: &str| seen.iter().filter(|s| s.as_str() == m).count();
-    assert_eq!(count("lock clean-up retried"), 9, "{seen:?}");
-    assert_eq!(count("lock clean-up abandoned"), 1, "{seen:?}");
-    locks.engine().thaw();
-}
-
 /// Finding (a SQLite user's app): a renewal that got no answer in time (another
 /// connection's 3 s write transaction on SQLite, a frozen server) ended `keep_alive` with
 /// `Unavailable` while the lease was live for seconds more, and the work raced against it

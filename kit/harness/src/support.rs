@@ -51,16 +51,27 @@ pub async fn store_with<F: Fixture>(fixture: &F, common: CommonConfig) -> Store<
     store_at(fixture, &fixture.url(), &fresh_scope(), common).await
 }
 
-/// A store on the server at `url`, in `scope`, with `common`.
+/// A store on the server at `url`, in `scope`, with `common`. Connecting is the test's
+/// precondition, not what it checks: a connect that the test's short `io_timeout` cut on a
+/// loaded machine is tried again (5 attempts in all) before the test fails.
 pub async fn store_at<F: Fixture>(
     fixture: &F,
     url: &str,
     scope: &str,
     common: CommonConfig,
 ) -> Store<F> {
-    Store::<F>::connect_with(url, fixture.config(scope, common))
-        .await
-        .expect("the test server answers")
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match Store::<F>::connect_with(url, fixture.config(scope, common)).await {
+            Ok(store) => return store,
+            Err(alkstore_mem::LockError::Unavailable { reason }) if attempts < 5 => {
+                eprintln!("connect attempt {attempts} to the test server failed: {reason}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(err) => panic!("the test server answers: {err:?}"),
+        }
+    }
 }
 
 /// `CommonConfig` with this `io_timeout`.
