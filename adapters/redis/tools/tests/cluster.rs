@@ -50,7 +50,9 @@ async fn hand_off(
     held: RedisLock,
     waiter: tokio::task::JoinHandle<Result<Option<RedisLock>, LockError>>,
 ) -> u64 {
-    assert!(!waiter.is_finished(), "the waiter still waits");
+    if waiter.is_finished() {
+        panic!("the waiter ended before the release: {:?}", waiter.await);
+    }
     let token = held.token();
     let started = tokio::time::Instant::now();
     assert!(held.release().await.unwrap());
