@@ -108,6 +108,7 @@
 
 mod acquire;
 mod anchor;
+mod bound;
 mod call;
 mod calls;
 mod cleanup;
