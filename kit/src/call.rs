@@ -34,7 +34,6 @@ use std::time::Duration;
 use alkstore_mem::LockError;
 use tokio::runtime::Handle;
 
-use crate::bound::{Bounded, Spares};
 use crate::errors::unavailable;
 
 /// `Unavailable` when the calling thread has no tokio runtime: the kit's calls, timers and
@@ -106,20 +105,12 @@ impl<T: Send + 'static> Drop for Detached<T> {
 /// answer dropped there (a grant released, a waiter withdrawn).
 ///
 /// Without a tokio runtime it answers `Unavailable` at once (the engines' I/O needs one).
-/// The bound's timer is reused from `spares` (see [`Bounded`]).
 pub(crate) async fn detached<T: Send + 'static>(
     engine: &'static str,
     io: Duration,
-    spares: &Spares,
     op: impl Future<Output = Result<T, LockError>> + Send + 'static,
 ) -> Result<T, LockError> {
     let runtime = need_runtime(engine)?;
-    // Taken now, as `tokio::time::timeout` takes it (saturating: an `io` too large to add is
-    // a bound that never comes, as there).
-    let deadline = tokio::time::Instant::now()
-        .checked_add(io)
-        .unwrap_or_else(far_future);
-    let id = runtime.id();
     let call = Detached {
         op: Some(Box::pin(op)),
         runtime,
@@ -127,18 +118,11 @@ pub(crate) async fn detached<T: Send + 'static>(
         late: io.saturating_add(LATE_ANSWER),
     };
     // On the timeout, `call` is dropped unfinished: its `Drop` lets the operation run on.
-    Bounded::new(call, deadline, spares, id)
-        .await
-        .unwrap_or_else(|| {
-            Err(unavailable(format!(
-                "{engine} did not answer within {io:?}"
-            )))
-        })
-}
-
-/// A deadline that does not come (about 30 years, as tokio's own for a sleep too long to add).
-fn far_future() -> tokio::time::Instant {
-    tokio::time::Instant::now() + Duration::from_secs(86400 * 365 * 30)
+    tokio::time::timeout(io, call).await.unwrap_or_else(|_| {
+        Err(unavailable(format!(
+            "{engine} did not answer within {io:?}"
+        )))
+    })
 }
 
 #[cfg(test)]
@@ -157,13 +141,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_dropped_caller_lets_the_call_finish_and_drops_its_answer_there() {
-        let spares = Spares::default();
         let (finished, dropped) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicBool::new(false)),
         );
         let (f, d) = (Arc::clone(&finished), Arc::clone(&dropped));
-        let call = detached("toy", Duration::from_secs(5), &spares, async move {
+        let call = detached("toy", Duration::from_secs(5), async move {
             tokio::time::sleep(Duration::from_millis(10)).await;
             f.store(true, Ordering::SeqCst);
             Ok(Flag(d))
@@ -185,8 +168,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_past_the_io_timeout_is_unavailable() {
-        let spares = Spares::default();
-        let err = detached("toy", Duration::from_millis(5), &spares, async {
+        let err = detached("toy", Duration::from_millis(5), async {
             tokio::time::sleep(Duration::from_secs(1)).await;
             Ok(())
         })
@@ -200,13 +182,12 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_refused_for_time_runs_on_and_its_late_answer_is_dropped_in_the_task() {
-        let spares = Spares::default();
         let (finished, dropped) = (
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicBool::new(false)),
         );
         let (f, d) = (Arc::clone(&finished), Arc::clone(&dropped));
-        let err = detached("toy", Duration::from_millis(5), &spares, async move {
+        let err = detached("toy", Duration::from_millis(5), async move {
             tokio::time::sleep(Duration::from_secs(1)).await;
             f.store(true, Ordering::SeqCst);
             Ok(Flag(d))
@@ -225,10 +206,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_never_answered_is_dropped_after_the_late_answer_bound() {
-        let spares = Spares::default();
         let dropped = Arc::new(AtomicBool::new(false));
         let guard = Flag(Arc::clone(&dropped));
-        let err = detached("toy", Duration::from_millis(5), &spares, async move {
+        let err = detached("toy", Duration::from_millis(5), async move {
             let _guard = guard;
             std::future::pending::<()>().await;
             Ok(())
@@ -247,13 +227,9 @@ mod tests {
 
     #[test]
     fn no_runtime_is_unavailable_not_a_panic() {
-        let spares = Spares::default();
-        let err = futures_lite::future::block_on(detached(
-            "toy",
-            Duration::from_secs(1),
-            &spares,
-            async { Ok(()) },
-        ))
+        let err = futures_lite::future::block_on(detached("toy", Duration::from_secs(1), async {
+            Ok(())
+        }))
         .unwrap_err();
         assert!(err.to_string().contains("no tokio runtime"), "{err}");
     }

@@ -108,7 +108,6 @@
 
 mod acquire;
 mod anchor;
-mod bound;
 mod call;
 mod calls;
 mod cleanup;

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use alkstore_mem::{BoxedFuture, LockError};
 
-use crate::bound::Spares;
 use crate::call::detached;
 use crate::protocol::{Job, Protocol, Settings};
 use crate::wake::{Registration, Wake};
@@ -34,8 +33,6 @@ pub struct Locks<P: Protocol> {
 pub(crate) struct Shared<P> {
     pub(crate) engine: P,
     pub(crate) wake: Wake,
-    /// The idle timers of its calls' `io_timeout` bounds.
-    pub(crate) spares: Spares,
 }
 
 impl<P: Protocol> Clone for Locks<P> {
@@ -70,7 +67,6 @@ impl<P: Protocol> Locks<P> {
             shared: Arc::new(Shared {
                 engine,
                 wake: Wake::new(),
-                spares: Spares::default(),
             }),
         }
     }
@@ -92,7 +88,7 @@ impl<P: Protocol> Locks<P> {
         name: &str,
         op: impl Future<Output = Result<T, LockError>> + Send + 'static,
     ) -> Result<T, LockError> {
-        let answer = detached(P::NAME, self.config().io_timeout(), &self.shared.spares, op).await;
+        let answer = detached(P::NAME, self.config().io_timeout(), op).await;
         if let Err(err @ LockError::Unavailable { .. }) = &answer {
             alkstore_mem::events::unavailable(name, err);
         }
