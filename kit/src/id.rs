@@ -17,21 +17,22 @@ pub fn new_id() -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let random = RandomState::new().hash_one(n);
     // Written digit by digit: `format!` cost more than the rest of a call's own work.
-    let mut id = String::with_capacity(40);
+    let mut id = Vec::with_capacity(40);
     push_hex(&mut id, random, 16);
     // The process id: a forked child starts from its parent's random state and counter.
     push_hex(&mut id, u64::from(std::process::id()), 8);
     push_hex(&mut id, n, 1);
-    id
+    // Hex digits only: always UTF-8.
+    String::from_utf8(id).unwrap_or_default()
 }
 
 /// Appends `value` in lowercase hex, with at least `width` digits (zeros in front), as
 /// `{value:0width$x}` does.
-fn push_hex(out: &mut String, value: u64, width: u32) {
+fn push_hex(out: &mut Vec<u8>, value: u64, width: u32) {
     let digits = (u64::BITS - value.leading_zeros()).div_ceil(4).max(width);
     for shift in (0..digits).rev() {
         let nibble = (value >> (shift * 4)) & 0xf;
-        out.push(char::from(b"0123456789abcdef"[nibble as usize]));
+        out.push(b"0123456789abcdef"[nibble as usize]);
     }
 }
 
@@ -52,9 +53,9 @@ mod tests {
             u64::MAX,
         ] {
             for width in [1, 8, 16] {
-                let mut ours = String::new();
+                let mut ours = Vec::new();
                 push_hex(&mut ours, value, width);
-                assert_eq!(ours, format!("{value:0w$x}", w = width as usize));
+                assert_eq!(ours, format!("{value:0w$x}", w = width as usize).as_bytes());
             }
         }
     }
