@@ -11,7 +11,7 @@ use alkstore_mem::{BoxedFuture, LeaseInfo, LockError, Snapshot};
 
 use crate::acquire::Acquire;
 use crate::anchor::Anchor;
-use crate::cleanup::{Cleanup, Undo};
+use crate::cleanup::Withdrawal;
 use crate::lock::Lock;
 use crate::protocol::{Protocol, Settings};
 use crate::store::{Locks, RemoteFuture};
@@ -47,28 +47,15 @@ impl<P: Protocol> Locks<P> {
         let (name, owner) = (name.to_owned(), owner.to_owned());
         BoxedFuture::new(async move {
             checked?;
-            let store = self.clone();
-            let (n, o) = (name.clone(), owner.clone());
+            let n = name.clone();
             let lock = self
-                .call(&name, async move {
-                    let rid = crate::new_id();
-                    // Armed while the answer is unknown: a call that fails or times out
-                    // withdraws its request (a grant whose reply was lost ends at once).
-                    let undo = Undo::new(Cleanup::withdraw(&store, &n, &rid, true));
-                    let sent = Instant::now();
-                    let reply = store.shared.engine.try_lock(&n, &o, ttl, &rid).await?;
-                    undo.disarm();
-                    let Some(grant) = reply.value else {
-                        return Ok(None);
-                    };
-                    let anchor = Anchor::new(reply.now, sent);
-                    Ok(Some(Lock::new(store, n, o, grant, ttl, anchor)))
-                })
+                .call(&name, try_lock(self.clone(), n, owner, ttl))
                 .await?;
             if let Some(lock) = &lock {
                 // After the handle exists: a subscriber that panics unwinds through its drop,
                 // which releases the lease.
-                alkstore_mem::events::granted(&name, &owner, lock.token(), lock.deadline(), false);
+                let (name, owner) = (lock.name(), lock.owner());
+                alkstore_mem::events::granted(name, owner, lock.token(), lock.deadline(), false);
             }
             Ok(lock)
         })
@@ -178,4 +165,27 @@ impl<P: Protocol> Locks<P> {
         crate::call::need_runtime(P::NAME)?;
         self.shared.engine.advance_test_clock(by).await
     }
+}
+
+/// [`Locks::try_lock`]'s round trip, run by [`Locks::call`].
+async fn try_lock<P: Protocol>(
+    store: Locks<P>,
+    name: String,
+    owner: String,
+    ttl: Duration,
+) -> Result<Option<Lock<P>>, LockError> {
+    // Armed while the answer is unknown: a call that fails or times out withdraws its
+    // request (a grant whose reply was lost ends at once).
+    let request = Withdrawal::new(store, name, crate::new_id());
+    let sent = Instant::now();
+    let engine = &request.store.shared.engine;
+    let reply = engine
+        .try_lock(&request.name, &owner, ttl, &request.id)
+        .await?;
+    let (store, name) = request.disarm();
+    let Some(grant) = reply.value else {
+        return Ok(None);
+    };
+    let anchor = Anchor::new(reply.now, sent);
+    Ok(Some(Lock::new(store, name, owner, grant, ttl, anchor)))
 }

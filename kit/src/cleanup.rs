@@ -177,6 +177,52 @@ impl<P: Protocol> Drop for Undo<P> {
     }
 }
 
+/// A request sent under a new id, withdrawn in the background (as [`Cleanup::withdraw`] with
+/// `unanswered`) if this is dropped before the caller took its answer. It owns the store, the
+/// name and the id, which the request borrows from it: arming it copies nothing.
+pub(crate) struct Withdrawal<P: Protocol> {
+    pub(crate) store: Locks<P>,
+    pub(crate) name: String,
+    pub(crate) id: String,
+    armed: bool,
+}
+
+impl<P: Protocol> Withdrawal<P> {
+    /// Armed: dropped, it withdraws request `id` from `name`.
+    pub(crate) fn new(store: Locks<P>, name: String, id: String) -> Self {
+        Withdrawal {
+            store,
+            name,
+            id,
+            armed: true,
+        }
+    }
+
+    /// The caller took the answer: nothing to withdraw. Gives back the store and the name.
+    pub(crate) fn disarm(mut self) -> (Locks<P>, String) {
+        self.armed = false;
+        (self.store.clone(), std::mem::take(&mut self.name))
+    }
+}
+
+impl<P: Protocol> Drop for Withdrawal<P> {
+    fn drop(&mut self) {
+        if self.armed {
+            let job = Job::Withdraw {
+                name: std::mem::take(&mut self.name),
+                id: std::mem::take(&mut self.id),
+                unanswered: true,
+            };
+            let store = self.store.clone();
+            Cleanup {
+                store,
+                job: Some(job),
+            }
+            .launch();
+        }
+    }
+}
+
 /// Until when clean-ups are not waited for: a helper's call went unanswered for a whole
 /// `io_timeout` until then. Process-wide, since one shutdown drops the handles of every store.
 static STALLED_UNTIL: Mutex<Option<Instant>> = Mutex::new(None);
