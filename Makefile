@@ -118,7 +118,7 @@ doc:
 ## The fault tests start servers of their own on the fixed ports REDIS_FAULT_PORTS, which
 ## REDIS_PORT must avoid (refused). No other Redis is touched.
 REDIS_PORT ?= 6390
-REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422 $(shell seq 6450 6469)
+REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422 6431 6432 6433 6434 6435 6436 6437 6438 6439 6440 6441 6442 6443 6444 6445 6446 6447 6448 6449 6450 6451 6452 6453 6454 6455 6456 6457 6458 6459 6460 6461 6462 6463 6464 6465 6466 6467 6468 6469
 REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
 .PHONY: redis-setup redis-port test-redis bench-redis demo-redis failover-redis
 
