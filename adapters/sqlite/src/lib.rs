@@ -74,6 +74,7 @@ mod location;
 mod ops;
 mod queue;
 mod schema;
+mod sides;
 mod tx;
 
 use std::path::Path;
