@@ -99,12 +99,15 @@ impl From<FenceError> for rusqlite::Error {
 /// write the namespace's clock floor (a no-op for the data), which takes SQLite's write lock
 /// if the transaction does not hold it yet. (The SQL function runs inside a statement, which
 /// is a transaction of its own when autocommit is on.)
+///
+/// `seen` is set to the lease time the check read (0 when it read none).
 fn check(
     conn: &Connection,
     namespace: &str,
     name: &str,
     token: u64,
     in_transaction: bool,
+    seen: &mut i64,
 ) -> Result<(), FenceError> {
     let take_write_lock = in_transaction;
     if in_transaction && conn.is_autocommit() {
@@ -119,6 +122,7 @@ fn check(
         .prepare_cached(&sql.state_get)?
         .query_row([], |r| r.get(0))?;
     let now = clock.max(floor);
+    *seen = now;
     let lease: Option<(Option<String>, i64, i64)> = conn
         .prepare_cached(&sql.lease_get)?
         .query_row(params![name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -204,7 +208,7 @@ impl<'c> Fencing<Transaction<'c>> for Sqlite {
         name: &'a str,
         token: u64,
     ) -> Self::Output<'a> {
-        check(client, self.config().namespace(), name, token, true)
+        fence_and_record(self, client, name, token)
     }
 }
 
@@ -217,8 +221,33 @@ impl Fencing<Connection> for Sqlite {
         Self: 'a;
 
     fn fence<'a>(&'a self, client: &'a Connection, name: &'a str, token: u64) -> Self::Output<'a> {
-        check(client, self.config().namespace(), name, token, true)
+        fence_and_record(self, client, name, token)
     }
+}
+
+/// The check of `lock.fence(&tx)`; when it finds the lease lapsed, the lease time it saw is
+/// also written to the file by the engine's own connection, in a transaction of its own that
+/// runs once `conn`'s transaction ends (which the refusal rolls back, and the floor raise
+/// in it): so a lease a fence saw lapsed stays lapsed, even if the clock then steps back.
+fn fence_and_record(
+    engine: &Sqlite,
+    conn: &Connection,
+    name: &str,
+    token: u64,
+) -> Result<(), FenceError> {
+    let mut seen = 0;
+    let checked = check(
+        conn,
+        engine.config().namespace(),
+        name,
+        token,
+        true,
+        &mut seen,
+    );
+    if let Err(FenceError::Lapsed { .. }) = checked {
+        engine.raise_floor(seen);
+    }
+    checked
 }
 
 use alkstore_kit::Protocol as _;
@@ -285,12 +314,20 @@ pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<
         move |ctx: &Context<'_>| {
             let name: String = ctx.get(0)?;
             let token: i64 = ctx.get(1)?;
-            let token = u64::try_from(token).unwrap_or(0);
+            let Ok(token) = u64::try_from(token) else {
+                return Err(rusqlite::Error::UserFunctionError(
+                    format!(
+                        "alkstore fence: the fencing token {token} given for lock {name:?} is \
+                         negative (tokens are positive): refused"
+                    )
+                    .into(),
+                ));
+            };
             // SAFETY: the connection is used only within this call, on the thread running
             // the statement, and never closed here (rusqlite's documented use).
             #[allow(unsafe_code)]
             let conn = unsafe { ctx.get_connection()? };
-            check(&conn, &namespace, &name, token, false)?;
+            check(&conn, &namespace, &name, token, false, &mut 0)?;
             Ok(1i64)
         },
     )
