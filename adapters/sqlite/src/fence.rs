@@ -195,6 +195,21 @@ fn check(
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// # Ok::<(), alkstore_mem::LockError>(()) }).unwrap();
 /// ```
+///
+/// # What is checked
+/// The name and the token only: `locks.fence(&tx, &lease)` passes for any `LeaseInfo`
+/// carrying a live lease's name and token, whatever its owner and deadline say (a token is
+/// unique in the namespace, so it names one lease). The lease is looked up in the store's
+/// namespace, in the file `tx` is on: a transaction on another file errs with
+/// [`FenceError::Sqlite`] (`no such table: <namespace>_leases`).
+///
+/// # A lapse seen by a fence stays lapsed
+/// A refusal rolls back your transaction, and with it what the fence wrote. So when the
+/// fence finds the lease lapsed, the store's own connection also writes that lease time to
+/// the file, in a transaction of its own queued at once, which commits as soon as yours ends
+/// (within about a millisecond; if yours stays open past the `io_timeout`, it gives up and
+/// the next operation that reads the clock records it). A lease a fence saw lapsed then
+/// stays lapsed for every process, even if the clock steps back.
 impl<'c> Fencing<Transaction<'c>> for Sqlite {
     type Output<'a>
         = Result<(), FenceError>
@@ -254,8 +269,22 @@ use alkstore_kit::Protocol as _;
 
 /// Registers the SQL function `alkstore_fence(name, token)` on `conn`, for the default
 /// namespace (`alkstore`): it returns 1 when lease `token` on `name` is live now, and
-/// otherwise fails its statement with a [`FenceError`] message (`alkstore fence: ...`), so
-/// that the write it guards never happens.
+/// otherwise fails its statement with a [`FenceError`] message, so that the write it guards
+/// never happens. A lock taken with another namespace is never found by it: use
+/// [`install_fence_in`] with that namespace.
+///
+/// # Telling a refusal apart
+/// SQLite carries a function's error as text only: rusqlite answers
+/// `Error::SqliteFailure` (code `Unknown`, extended code 1) whose message starts with
+/// **`alkstore fence:`**, the stable prefix of every refusal (a stale or unknown token, a
+/// lapsed lease, a negative token, a namespace that is not an identifier). Match it with
+/// `err.to_string().contains("alkstore fence:")`.
+///
+/// # A lapse is not recorded here
+/// Unlike `lock.fence(&tx)`, the function writes nothing: when it finds a lease lapsed and
+/// your transaction then rolls back, a clock stepped back later can make the same lease pass
+/// it again (it is still the name's last lease and nobody else was granted it: exclusion
+/// holds). Any operation of a store on the file records the lapse.
 ///
 /// Use it in a trigger, so that even plain SQL (any connection that installed the function)
 /// cannot write a row with a stale token:
@@ -327,8 +356,21 @@ pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<
             // the statement, and never closed here (rusqlite's documented use).
             #[allow(unsafe_code)]
             let conn = unsafe { ctx.get_connection()? };
-            check(&conn, &namespace, &name, token, false, &mut 0)?;
-            Ok(1i64)
+            match check(&conn, &namespace, &name, token, false, &mut 0) {
+                Ok(()) => Ok(1i64),
+                // Say where it looked: a lock of another namespace is never found here (its
+                // tables may even be missing from the file).
+                Err(err @ (FenceError::NotHeld { .. } | FenceError::Sqlite(_))) => {
+                    Err(rusqlite::Error::UserFunctionError(
+                        format!(
+                            "{err}, in the namespace {namespace:?} (a lock of another namespace \
+                             needs install_fence_in with its namespace)"
+                        )
+                        .into(),
+                    ))
+                }
+                Err(err) => Err(err.into()),
+            }
         },
     )
 }

@@ -366,3 +366,43 @@ fn a_lease_a_fence_saw_lapsed_stays_lapsed_after_the_clock_steps_back() {
         assert!(!lock.is_held().await.unwrap(), "lapsed stays lapsed");
     });
 }
+
+/// What the SQL function says when it refuses: the `alkstore fence:` prefix, the namespace
+/// it looked in, a negative token named as such.
+#[test]
+fn alkstore_fence_refusals_say_where_it_looked_and_what_was_wrong() {
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let config = SqliteConfig::new().with_namespace("jobs");
+        let locks = common::store_in(&dir, config).await;
+        let lock = locks.try_lock("p2", "w1", TTL).await.unwrap().unwrap();
+        let conn = raw(&dir.file("locks.db"));
+        alkstore_sqlite::install_fence(&conn).unwrap();
+        let ask = |token: i64| {
+            conn.query_row("SELECT alkstore_fence('p2', ?1)", [token], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_err()
+            .to_string()
+        };
+        let token = i64::try_from(lock.token()).unwrap();
+        let other_namespace = ask(token);
+        assert!(
+            other_namespace.starts_with("alkstore fence:")
+                && other_namespace.contains("\"alkstore\"")
+                && other_namespace.contains("install_fence_in"),
+            "{other_namespace}"
+        );
+        let negative = ask(-1);
+        assert!(
+            negative.starts_with("alkstore fence:")
+                && negative.contains("-1 given for lock \"p2\" is negative"),
+            "{negative}"
+        );
+        alkstore_sqlite::install_fence_in(&conn, "jobs").unwrap();
+        let passed: i64 = conn
+            .query_row("SELECT alkstore_fence('p2', ?1)", [token], |r| r.get(0))
+            .unwrap();
+        assert_eq!(passed, 1);
+    });
+}
