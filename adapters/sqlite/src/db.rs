@@ -13,7 +13,7 @@ use crate::busy::{DbError, busy, is_busy, wait_until};
 use crate::config::{SqliteConfig, Synchronous, valid_namespace};
 use crate::location::{fs_type, is_network_fs};
 use crate::schema::{SCHEMA, Sql, TABLES, table};
-use crate::sides::{Files, shm_deleted_under_another_process};
+use crate::sides::{Files, Paths, shm_deleted_under_another_process};
 pub(crate) use crate::tx::{Tx, test_offset};
 
 /// The version of the tables this build writes and reads.
@@ -27,7 +27,7 @@ pub(crate) struct Db {
     /// The file's path, and the identities (device, inode) of the file, its `-wal` and its
     /// `-shm` when opened: an operation after any of them was deleted or replaced is
     /// refused (see [`sides`](crate::sides)).
-    path: PathBuf,
+    paths: Paths,
     files: Files,
     pub(crate) sql: Sql,
     /// Set by an operation that rang a bell: the local listener is nudged after the commit.
@@ -145,8 +145,8 @@ impl Db {
         let ns = config.namespace();
         let db = Db {
             conn,
-            path: path.to_path_buf(),
-            files: Files::of(path),
+            paths: Paths::new(path),
+            files: Files::of(&Paths::new(path)),
             sql: Sql::new(ns),
             rang: false,
         };
@@ -165,7 +165,7 @@ impl Db {
         // After a transaction both side files exist; one missing was deleted under another
         // connection of this process, whose deleted files SQLite shares with this one.
         let db = Db {
-            files: Files::of(path),
+            files: Files::of(&db.paths),
             ..db
         };
         if db.files.missing_side() {
@@ -268,7 +268,7 @@ impl Db {
         op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
-        if let Some(why) = self.files.changed(&Files::of(&self.path)) {
+        if let Some(why) = self.files.changed(&Files::of(&self.paths)) {
             return Err(DbError::Other(why));
         }
         wait_until(Some(until));

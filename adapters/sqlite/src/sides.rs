@@ -30,6 +30,26 @@ pub(crate) fn side(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The paths of the database file and its two side files (made once: every operation
+/// looks at them).
+#[derive(Debug, Clone)]
+pub(crate) struct Paths {
+    main: PathBuf,
+    wal: PathBuf,
+    shm: PathBuf,
+}
+
+impl Paths {
+    /// The paths of `path` and its side files.
+    pub(crate) fn new(path: &Path) -> Paths {
+        Paths {
+            main: path.to_path_buf(),
+            wal: side(path, "-wal"),
+            shm: side(path, "-shm"),
+        }
+    }
+}
+
 /// The identities of the database file and its two side files, as one connection opened
 /// them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,11 +61,11 @@ pub(crate) struct Files {
 
 impl Files {
     /// The identities now.
-    pub(crate) fn of(path: &Path) -> Files {
+    pub(crate) fn of(paths: &Paths) -> Files {
         Files {
-            main: identity(path),
-            wal: identity(&side(path, "-wal")),
-            shm: identity(&side(path, "-shm")),
+            main: identity(&paths.main),
+            wal: identity(&paths.wal),
+            shm: identity(&paths.shm),
         }
     }
 
