@@ -82,7 +82,8 @@ impl DbError {
         match self {
             DbError::Busy(waited) => unavailable(format!(
                 "sqlite: the database file is locked by another connection's write \
-                 transaction (waited {waited:?}, the io_timeout's bound)"
+                 transaction (the call waited {waited:?} in all, nine tenths of the io_timeout \
+                 or more)"
             )),
             DbError::Sqlite(err) => unavailable(format!("sqlite: {err}")),
             DbError::Other(why) => unavailable(format!("sqlite: {why}")),

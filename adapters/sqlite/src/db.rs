@@ -3,7 +3,7 @@
 //! clock read inside it.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
@@ -13,6 +13,7 @@ use crate::busy::{DbError, busy, is_busy, wait_until};
 use crate::config::{SqliteConfig, Synchronous, valid_namespace};
 use crate::location::{fs_type, is_network_fs};
 use crate::schema::{SCHEMA, Sql, TABLES, table};
+use crate::sides::{Files, Paths, shm_deleted_under_another_process};
 pub(crate) use crate::tx::{Tx, test_offset};
 
 /// The version of the tables this build writes and reads.
@@ -23,11 +24,11 @@ const ENGINE_MARK: &str = "alkstore-sqlite";
 /// One open connection to the file, with the namespace's statements.
 pub(crate) struct Db {
     pub(crate) conn: Connection,
-    /// The file's path and identity (device, inode) when opened: an operation on a file
-    /// deleted or replaced since is refused, since other processes opening the path now
-    /// reach another file.
-    path: PathBuf,
-    identity: Option<(u64, u64)>,
+    /// The file's path, and the identities (device, inode) of the file, its `-wal` and its
+    /// `-shm` when opened: an operation after any of them was deleted or replaced is
+    /// refused (see [`sides`](crate::sides)).
+    paths: Paths,
+    files: Files,
     pub(crate) sql: Sql,
     /// Set by an operation that rang a bell: the local listener is nudged after the commit.
     pub(crate) rang: bool,
@@ -55,6 +56,11 @@ impl Db {
             )));
         }
         let shown = path.display();
+        // The same refusals as a `sqlite:` URL's: "" and ":memory:" (SQLite would open a
+        // private temporary or in-memory database).
+        if matches!(path.to_str(), Some("" | ":memory:")) {
+            crate::location::parse_location(&path.to_string_lossy())?;
+        }
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
@@ -68,11 +74,28 @@ impl Db {
             }
         }
         let io = config.io_timeout();
-        wait_until(Some(Instant::now() + io));
+        let until = Instant::now() + io;
+        // A process opening the file in this instant holds SQLite's lock before it makes the
+        // -shm, and one closing it removes the -shm before it lets go: asked again until the
+        // io_timeout.
+        while shm_deleted_under_another_process(path) {
+            if Instant::now() >= until {
+                return Err(unavailable(format!(
+                    "sqlite: {shown}: its -shm (the WAL index and write lock) is missing while                      another process has the file open: it was deleted under that process, and                      opening now would make a second, separate one (two holders of one name, a                      corrupted file); stop the processes using the file, then open it again"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        wait_until(Some(until));
         let opened = Self::open_inner(path, config, create);
         wait_until(None);
         opened.map_err(|err| match err {
             Opening::Refused(reason) => unavailable(format!("sqlite: {shown}: {reason}")),
+            Opening::Db(DbError::Busy(_)) if is_empty_file(path) => unavailable(format!(
+                "sqlite: {shown}: the file is empty (0 bytes) but its -wal or -shm holds earlier \
+                 data: it was truncated while in use (restore it from a backup, or delete it \
+                 and its -wal and -shm once no process uses it)"
+            )),
             Opening::Db(DbError::Busy(_)) => unavailable(format!(
                 "sqlite: {shown}: the file stayed locked by another connection for the \
                  io_timeout ({io:?}) while opening"
@@ -122,8 +145,8 @@ impl Db {
         let ns = config.namespace();
         let db = Db {
             conn,
-            path: path.to_path_buf(),
-            identity: identity(path),
+            paths: Paths::new(path),
+            files: Files::of(&Paths::new(path)),
             sql: Sql::new(ns),
             rang: false,
         };
@@ -139,6 +162,18 @@ impl Db {
         let ended = db.conn.execute_batch(end).map_err(DbError::from);
         checked?;
         ended?;
+        // After a transaction both side files exist; one missing was deleted under another
+        // connection of this process, whose deleted files SQLite shares with this one.
+        let db = Db {
+            files: Files::of(&db.paths),
+            ..db
+        };
+        if db.files.missing_side() {
+            return Err(Opening::Refused(
+                "its -wal or -shm is missing right after opening: deleted while another                  connection of this process had the file open (close every store on the file,                  then open it again)"
+                    .into(),
+            ));
+        }
         Ok(db)
     }
 
@@ -233,11 +268,8 @@ impl Db {
         op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
-        if identity(&self.path) != self.identity {
-            return Err(DbError::Other(
-                "the database file was deleted or replaced since it was opened (processes that \
-                 open its path now reach another file): open the store again",
-            ));
+        if let Some(why) = self.files.changed(&Files::of(&self.paths)) {
+            return Err(DbError::Other(why));
         }
         wait_until(Some(until));
         let begun = self.statement("BEGIN IMMEDIATE");
@@ -286,10 +318,9 @@ impl Db {
     }
 }
 
-/// The (device, inode) of the file at `path`, `None` when it is missing.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// Whether the file at `path` exists and is empty (0 bytes).
+fn is_empty_file(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0)
 }
 
 /// Why opening failed.

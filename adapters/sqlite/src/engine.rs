@@ -121,16 +121,22 @@ impl Sqlite {
         name: String,
         op: impl FnOnce(&mut Tx<'_>, &str) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, DbError> {
-        let until = Instant::now() + budget(self.config.io_timeout());
+        let called = Instant::now();
+        let until = called + budget(self.config.io_timeout());
         let (tx, rx) = oneshot::channel();
         let task: Task = Box::new(move |db: &mut Db| {
             let answer = catch_unwind(AssertUnwindSafe(|| {
                 db.write(until, &name, |tx| op(tx, &name))
             }));
-            let answer = answer.unwrap_or_else(|_| {
-                db.rollback();
-                Err(DbError::Other("an operation panicked"))
-            });
+            let answer = match answer {
+                // The wait counts from the call, queued behind other work or not.
+                Ok(Err(DbError::Busy(_))) => Err(DbError::Busy(called.elapsed())),
+                Ok(answer) => answer,
+                Err(_) => {
+                    db.rollback();
+                    Err(DbError::Other("an operation panicked"))
+                }
+            };
             let _ = tx.send(answer);
         });
         let sent = self
@@ -146,6 +152,30 @@ impl Sqlite {
                 "the connection thread stopped during the call",
             ))
         })
+    }
+
+    /// Raises lease time in the file to at least `to` (µs), in a transaction of its own
+    /// queued on the connection thread and not awaited (it waits for the write lock up to
+    /// the io_timeout's budget): how a lapse seen by a fence, whose transaction is rolled
+    /// back, is recorded.
+    pub(crate) fn raise_floor(&self, to: i64) {
+        let until = Instant::now() + budget(self.config.io_timeout());
+        let task: Task = Box::new(move |db: &mut Db| {
+            let raised = catch_unwind(AssertUnwindSafe(|| {
+                db.write(until, "", |tx| {
+                    tx.now = tx.now.max(to);
+                    Ok(())
+                })
+            }));
+            if raised.is_err() {
+                db.rollback();
+            }
+        });
+        let _ = self
+            .tasks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(task);
     }
 
     /// [`run`](Self::run), its errors as the contract's.

@@ -99,12 +99,15 @@ impl From<FenceError> for rusqlite::Error {
 /// write the namespace's clock floor (a no-op for the data), which takes SQLite's write lock
 /// if the transaction does not hold it yet. (The SQL function runs inside a statement, which
 /// is a transaction of its own when autocommit is on.)
+///
+/// `seen` is set to the lease time the check read (0 when it read none).
 fn check(
     conn: &Connection,
     namespace: &str,
     name: &str,
     token: u64,
     in_transaction: bool,
+    seen: &mut i64,
 ) -> Result<(), FenceError> {
     let take_write_lock = in_transaction;
     if in_transaction && conn.is_autocommit() {
@@ -119,6 +122,7 @@ fn check(
         .prepare_cached(&sql.state_get)?
         .query_row([], |r| r.get(0))?;
     let now = clock.max(floor);
+    *seen = now;
     let lease: Option<(Option<String>, i64, i64)> = conn
         .prepare_cached(&sql.lease_get)?
         .query_row(params![name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
@@ -191,6 +195,21 @@ fn check(
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// # Ok::<(), alkstore_mem::LockError>(()) }).unwrap();
 /// ```
+///
+/// # What is checked
+/// The name and the token only: `locks.fence(&tx, &lease)` passes for any `LeaseInfo`
+/// carrying a live lease's name and token, whatever its owner and deadline say (a token is
+/// unique in the namespace, so it names one lease). The lease is looked up in the store's
+/// namespace, in the file `tx` is on: a transaction on another file errs with
+/// [`FenceError::Sqlite`] (`no such table: <namespace>_leases`).
+///
+/// # A lapse seen by a fence stays lapsed
+/// A refusal rolls back your transaction, and with it what the fence wrote. So when the
+/// fence finds the lease lapsed, the store's own connection also writes that lease time to
+/// the file, in a transaction of its own queued at once, which commits as soon as yours ends
+/// (within about a millisecond; if yours stays open past the `io_timeout`, it gives up and
+/// the next operation that reads the clock records it). A lease a fence saw lapsed then
+/// stays lapsed for every process, even if the clock steps back.
 impl<'c> Fencing<Transaction<'c>> for Sqlite {
     type Output<'a>
         = Result<(), FenceError>
@@ -204,7 +223,7 @@ impl<'c> Fencing<Transaction<'c>> for Sqlite {
         name: &'a str,
         token: u64,
     ) -> Self::Output<'a> {
-        check(client, self.config().namespace(), name, token, true)
+        fence_and_record(self, client, name, token)
     }
 }
 
@@ -217,16 +236,55 @@ impl Fencing<Connection> for Sqlite {
         Self: 'a;
 
     fn fence<'a>(&'a self, client: &'a Connection, name: &'a str, token: u64) -> Self::Output<'a> {
-        check(client, self.config().namespace(), name, token, true)
+        fence_and_record(self, client, name, token)
     }
+}
+
+/// The check of `lock.fence(&tx)`; when it finds the lease lapsed, the lease time it saw is
+/// also written to the file by the engine's own connection, in a transaction of its own that
+/// runs once `conn`'s transaction ends (which the refusal rolls back, and the floor raise
+/// in it): so a lease a fence saw lapsed stays lapsed, even if the clock then steps back.
+fn fence_and_record(
+    engine: &Sqlite,
+    conn: &Connection,
+    name: &str,
+    token: u64,
+) -> Result<(), FenceError> {
+    let mut seen = 0;
+    let checked = check(
+        conn,
+        engine.config().namespace(),
+        name,
+        token,
+        true,
+        &mut seen,
+    );
+    if let Err(FenceError::Lapsed { .. }) = checked {
+        engine.raise_floor(seen);
+    }
+    checked
 }
 
 use alkstore_kit::Protocol as _;
 
 /// Registers the SQL function `alkstore_fence(name, token)` on `conn`, for the default
 /// namespace (`alkstore`): it returns 1 when lease `token` on `name` is live now, and
-/// otherwise fails its statement with a [`FenceError`] message (`alkstore fence: ...`), so
-/// that the write it guards never happens.
+/// otherwise fails its statement with a [`FenceError`] message, so that the write it guards
+/// never happens. A lock taken with another namespace is never found by it: use
+/// [`install_fence_in`] with that namespace.
+///
+/// # Telling a refusal apart
+/// SQLite carries a function's error as text only: rusqlite answers
+/// `Error::SqliteFailure` (code `Unknown`, extended code 1) whose message starts with
+/// **`alkstore fence:`**, the stable prefix of every refusal (a stale or unknown token, a
+/// lapsed lease, a negative token, a namespace that is not an identifier). Match it with
+/// `err.to_string().contains("alkstore fence:")`.
+///
+/// # A lapse is not recorded here
+/// Unlike `lock.fence(&tx)`, the function writes nothing: when it finds a lease lapsed and
+/// your transaction then rolls back, a clock stepped back later can make the same lease pass
+/// it again (it is still the name's last lease and nobody else was granted it: exclusion
+/// holds). Any operation of a store on the file records the lapse.
 ///
 /// Use it in a trigger, so that even plain SQL (any connection that installed the function)
 /// cannot write a row with a stale token:
@@ -285,13 +343,34 @@ pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<
         move |ctx: &Context<'_>| {
             let name: String = ctx.get(0)?;
             let token: i64 = ctx.get(1)?;
-            let token = u64::try_from(token).unwrap_or(0);
+            let Ok(token) = u64::try_from(token) else {
+                return Err(rusqlite::Error::UserFunctionError(
+                    format!(
+                        "alkstore fence: the fencing token {token} given for lock {name:?} is \
+                         negative (tokens are positive): refused"
+                    )
+                    .into(),
+                ));
+            };
             // SAFETY: the connection is used only within this call, on the thread running
             // the statement, and never closed here (rusqlite's documented use).
             #[allow(unsafe_code)]
             let conn = unsafe { ctx.get_connection()? };
-            check(&conn, &namespace, &name, token, false)?;
-            Ok(1i64)
+            match check(&conn, &namespace, &name, token, false, &mut 0) {
+                Ok(()) => Ok(1i64),
+                // Say where it looked: a lock of another namespace is never found here (its
+                // tables may even be missing from the file).
+                Err(err @ (FenceError::NotHeld { .. } | FenceError::Sqlite(_))) => {
+                    Err(rusqlite::Error::UserFunctionError(
+                        format!(
+                            "{err}, in the namespace {namespace:?} (a lock of another namespace \
+                             needs install_fence_in with its namespace)"
+                        )
+                        .into(),
+                    ))
+                }
+                Err(err) => Err(err.into()),
+            }
         },
     )
 }

@@ -17,7 +17,9 @@
 //! - **Time never goes back**: lease time is the host's wall clock raised to a floor kept in
 //!   the file, which every operation carries forward; when the clock steps back (NTP, a
 //!   user), leases keep their deadlines on the floor's time and a lease seen lapsed stays
-//!   lapsed.
+//!   lapsed (by a store's operation, or by `lock.fence(&tx)`, whose refused transaction rolls
+//!   back: the store's own connection records that lapse right after; see [`Sqlite`]'s
+//!   `Fencing` impl).
 //! - **Fencing tokens** strictly increase per name and are unique in the namespace: each is
 //!   `max(last + 1, lease time in µs)`, kept in the file, so they keep growing after a
 //!   `kill -9` (a committed transaction is in the WAL), after the file is closed and
@@ -34,7 +36,12 @@
 //!   system (NFS, SMB/CIFS, 9p, sshfs, Ceph, ... as `/proc/self/mounts` tells; others cannot
 //!   be detected, and WAL's shared memory does not work across hosts: keep the file local),
 //!   a file that is not SQLite, tables of the namespace that were not made by this engine or
-//!   by a newer version, a read-only file or directory.
+//!   by a newer version, a read-only file or directory, a `-shm` deleted while another process
+//!   has the file open (see [`open`] for the whole list).
+//! - **Side files**: a store whose file, `-wal` or `-shm` was deleted or replaced after it
+//!   opened refuses every operation, saying which: SQLite's locks between connections live in
+//!   the `-shm`, and a process opening the file next would make a new one and not see this
+//!   store's locks. Its leases lapse at their deadlines.
 //!
 //! # Fencing in your own transaction
 //! When the lock and the data it guards live in one file, the check runs inside the
@@ -59,7 +66,7 @@
 //! assert!(locks.try_lock("nightly-report", "someone-else", Duration::from_secs(30)).await?.is_none());
 //! assert!(lock.release().await?);
 //! # std::fs::remove_dir_all(&dir).unwrap();
-//! # Ok::<(), alkstore_mem::LockError>(()) }).unwrap();
+//! # Ok::<(), alkstore_sqlite::LockError>(()) }).unwrap();
 //! ```
 #![deny(unsafe_code)]
 #![deny(missing_docs, missing_debug_implementations)]
@@ -74,13 +81,19 @@ mod location;
 mod ops;
 mod queue;
 mod schema;
+mod sides;
 mod tx;
 
 use std::path::Path;
 
 use alkstore_kit::{Acquire, Lock, Locks};
-use alkstore_mem::LockError;
 
+/// The core crate, for the rest of the contract (`LockStore`, `LockHandle`, `Snapshot`, ...).
+pub use alkstore_mem;
+/// What the examples and `locks.fence(&tx, &lease)` need from the core, so that depending on
+/// this crate alone is enough: the error of every call, a lease's description (what a
+/// [`with_lock`] body gets), and running a body under a lock.
+pub use alkstore_mem::{LeaseInfo, LockError, LockOptions, with_lock};
 pub use config::{SqliteConfig, Synchronous};
 pub use engine::{Cleanup, Sqlite};
 pub use fence::{FenceError, install_fence, install_fence_in};
@@ -98,9 +111,20 @@ pub type SqliteAcquire = Acquire<Sqlite>;
 /// turns WAL on and creates the `alkstore` namespace's tables when missing.
 ///
 /// # Errors
-/// `LockError::Unavailable` with the reason when the file cannot keep the promise (see the
-/// crate docs: an in-memory database, a network file system, not SQLite, not ours, read-only)
-/// or stays locked by another connection for the `io_timeout`.
+/// `LockError::Unavailable` with the reason, for:
+/// - `""` or `":memory:"` (an in-memory database is private to one connection);
+/// - a file on a network file system (as `/proc/self/mounts` tells: see the crate docs);
+/// - a missing directory, a read-only file or directory;
+/// - a file that is not SQLite, or one truncated to 0 bytes while in use;
+/// - tables of the namespace not made by this engine, or by a newer or older schema version;
+/// - a `-shm` missing while another process has the file open (deleted under it: opening
+///   would make a second WAL index), or a `-wal`/`-shm` deleted under another store of
+///   this process;
+/// - the file's write lock held by another connection for the whole `io_timeout` (a long
+///   write transaction elsewhere, on a file that may well be set up already): **a transient
+///   refusal, retry it** (a cron job starting during another's long write would otherwise
+///   exit), e.g. a few times with a pause, or with a longer
+///   [`with_io_timeout`](SqliteConfig::with_io_timeout).
 ///
 /// # Example
 /// ```

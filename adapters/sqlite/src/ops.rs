@@ -28,6 +28,9 @@ impl Tx<'_> {
         let value = match cur {
             Some(cur) if cur.req.as_deref() == Some(rid) => Some(grant_of(&cur)),
             Some(_) => None,
+            // Withdrawn before this transaction ran (the kit's undo, e.g. at a runtime's
+            // shutdown, committed first on its own connection): nobody would hold a grant.
+            None if self.cancelled(rid)? => None,
             None => Some(grant_of(&self.grant(name, owner, ttl, rid, true)?)),
         };
         Ok(Reply {
@@ -36,17 +39,21 @@ impl Tx<'_> {
         })
     }
 
+    /// Whether the request `rid` was withdrawn before it was answered (its id is in the
+    /// cancelled table): then it must grant nothing.
+    fn cancelled(&self, rid: &str) -> rusqlite::Result<bool> {
+        self.conn
+            .prepare_cached(&self.sql.cancelled_get)?
+            .exists([rid])
+    }
+
     /// One step of a waiting `acquire` (see the module docs and
     /// [`Protocol::step`](alkstore_kit::Protocol::step)).
     pub(crate) fn step(&mut self, s: &Step<'_>) -> rusqlite::Result<StepReply> {
         let (name, id) = (s.name, s.id);
         let now = self.now;
         let r = self.lease(name)?;
-        let cancelled = self
-            .conn
-            .prepare_cached(&self.sql.cancelled_get)?
-            .exists([id])?;
-        if cancelled {
+        if self.cancelled(id)? {
             return Ok(StepReply::Over);
         }
         let wd = match s.deadline {

@@ -9,6 +9,7 @@ mod common;
 use std::time::Duration;
 
 use alkstore_mem::LockError;
+use alkstore_sqlite::SqliteConfig;
 use common::{Scratch, raw, runtime};
 
 const TTL: Duration = Duration::from_secs(30);
@@ -150,4 +151,28 @@ fn a_file_on_tmpfs_is_shared_by_two_stores_with_hand_off() {
         assert!(got.release().await.unwrap());
     });
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_empty_path_and_a_truncated_file_are_refused_with_the_real_reason() {
+    runtime().block_on(async {
+        for empty in ["", ":memory:"] {
+            let err = alkstore_sqlite::open(empty).await.unwrap_err();
+            assert!(
+                err.to_string().contains("not a file path"),
+                "{empty:?}: {err}"
+            );
+        }
+        let dir = Scratch::new();
+        let path = dir.file("locks.db");
+        let config = SqliteConfig::new().with_io_timeout(Duration::from_millis(300));
+        let locks = alkstore_sqlite::open_with(&path, config.clone())
+            .await
+            .unwrap();
+        let _held = locks.try_lock("a", "o", TTL).await.unwrap().unwrap();
+        std::fs::File::create(&path).unwrap(); // truncated to 0 bytes while in use
+        let err = alkstore_sqlite::open_with(&path, config).await.unwrap_err();
+        eprintln!("{err}");
+        assert!(!err.to_string().contains("stayed locked"), "{err}");
+    });
 }

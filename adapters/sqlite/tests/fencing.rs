@@ -303,3 +303,106 @@ fn alkstore_fence_with_null_or_wrong_types_fails_the_statement() {
         lock.release().await.unwrap();
     });
 }
+
+/// A fence that finds the lease lapsed records it (in a transaction of the engine's own,
+/// since the refused transaction is rolled back): after the clock steps back, the same
+/// lease stays lapsed for fences and for the engine.
+#[test]
+fn a_lease_a_fence_saw_lapsed_stays_lapsed_after_the_clock_steps_back() {
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let path = dir.file("locks.db");
+        let locks = common::store_in(&dir, Default::default()).await;
+        let mut conn = invoices(&path);
+        let lock = locks
+            .try_lock("invoice/1001", "w1", Duration::from_secs(10))
+            .await
+            .unwrap()
+            .unwrap();
+        let step = |by: i64| {
+            raw(&path)
+                .execute(
+                    "UPDATE alkstore_test_clock SET offset_us = offset_us + ?1",
+                    [by],
+                )
+                .unwrap();
+        };
+        step(20_000_000);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .unwrap();
+        let refused = lock.fence(&tx);
+        assert!(
+            matches!(refused, Err(FenceError::Lapsed { .. })),
+            "{refused:?}"
+        );
+        drop(tx); // rolled back, as a refusal asks
+        let deadline_us = i64::try_from(lock.deadline().as_nanos() / 1000).unwrap();
+        let start = Instant::now();
+        loop {
+            let floor: i64 = raw(&path)
+                .query_row(
+                    "SELECT deadline FROM alkstore_leases WHERE name = ''",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            if floor >= deadline_us {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the lapse the fence saw was never recorded"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        step(-20_000_000);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .unwrap();
+        let again = lock.fence(&tx);
+        assert!(matches!(again, Err(FenceError::Lapsed { .. })), "{again:?}");
+        drop(tx);
+        assert!(!lock.is_held().await.unwrap(), "lapsed stays lapsed");
+    });
+}
+
+/// What the SQL function says when it refuses: the `alkstore fence:` prefix, the namespace
+/// it looked in, a negative token named as such.
+#[test]
+fn alkstore_fence_refusals_say_where_it_looked_and_what_was_wrong() {
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let config = SqliteConfig::new().with_namespace("jobs");
+        let locks = common::store_in(&dir, config).await;
+        let lock = locks.try_lock("p2", "w1", TTL).await.unwrap().unwrap();
+        let conn = raw(&dir.file("locks.db"));
+        alkstore_sqlite::install_fence(&conn).unwrap();
+        let ask = |token: i64| {
+            conn.query_row("SELECT alkstore_fence('p2', ?1)", [token], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_err()
+            .to_string()
+        };
+        let token = i64::try_from(lock.token()).unwrap();
+        let other_namespace = ask(token);
+        assert!(
+            other_namespace.starts_with("alkstore fence:")
+                && other_namespace.contains("\"alkstore\"")
+                && other_namespace.contains("install_fence_in"),
+            "{other_namespace}"
+        );
+        let negative = ask(-1);
+        assert!(
+            negative.starts_with("alkstore fence:")
+                && negative.contains("-1 given for lock \"p2\" is negative"),
+            "{negative}"
+        );
+        alkstore_sqlite::install_fence_in(&conn, "jobs").unwrap();
+        let passed: i64 = conn
+            .query_row("SELECT alkstore_fence('p2', ?1)", [token], |r| r.get(0))
+            .unwrap();
+        assert_eq!(passed, 1);
+    });
+}

@@ -3,6 +3,10 @@
 //! could still commit its lease a moment later on the connection thread (about one time in
 //! three), held by no handle for its whole ttl. The kit now lets the call run on and undoes
 //! whatever it did, retried until the write lock is free.
+//!
+//! A `try_lock` cut short by its runtime's shutdown grants nothing: the kit's undo (on a
+//! connection of its own) may commit before the connection thread runs the queued call,
+//! which then finds its request withdrawn.
 
 mod common;
 
@@ -65,4 +69,51 @@ fn a_try_lock_answered_unavailable_leaves_no_lease_once_the_write_lock_is_free()
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     });
+}
+
+#[test]
+fn a_try_lock_cut_short_by_its_runtimes_shutdown_leaves_no_lease() {
+    let scratch = Scratch::new();
+    let path = scratch.file("locks.db");
+    let rounds = 200u64;
+    let mut kept = 0;
+    for i in 0..rounds {
+        // A runtime per round, dropped with the cut-short call's work pending.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let locks = alkstore_sqlite::open(&path).await.unwrap();
+            // Cut short at 0 to 400 µs: before, while or after the call runs.
+            let cut = Duration::from_micros((i * 37) % 400);
+            let call = locks.try_lock(&format!("u{i}"), "sd", TTL);
+            if let Ok(Ok(Some(lock))) = tokio::time::timeout(cut, call).await {
+                kept += 1;
+                drop(lock);
+            }
+        });
+        drop(rt);
+    }
+    eprintln!("{kept} of {rounds} try_locks answered before their cut");
+    // Every lease left must be one a handle held (and then released): none may stay.
+    let conn = raw(&path);
+    let start = Instant::now();
+    loop {
+        let leaked: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM alkstore_leases WHERE owner IS NOT NULL AND name LIKE 'u%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if leaked == 0 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{leaked} leases held by no handle after their runtimes shut down"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

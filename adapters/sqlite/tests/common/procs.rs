@@ -96,6 +96,18 @@ pub fn child() {
     let path = std::path::PathBuf::from(std::env::var(FILE).unwrap());
     let arg = std::env::var(ARG).unwrap_or_default();
     runtime().block_on(async move {
+        if role == "open_try" {
+            // Opens and tries the name `arg`: "refused <why>", or "granted <token>" / "busy".
+            match alkstore_sqlite::open_with(&path, config()).await {
+                Err(err) => say(format!("refused {err}")),
+                Ok(locks) => match locks.try_lock(&arg, "child", Duration::from_secs(30)).await {
+                    Ok(Some(lock)) => say(format!("granted {}", lock.token())),
+                    Ok(None) => say("busy"),
+                    Err(err) => say(format!("refused {err}")),
+                },
+            }
+            std::process::exit(0);
+        }
         let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
         match role.as_str() {
             "cycles" => cycles(&locks, &arg).await,

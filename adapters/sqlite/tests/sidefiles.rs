@@ -1,0 +1,137 @@
+//! The files beside the database (`-shm`, `-wal`) deleted while a store has the file open:
+//! another process must not open the file on a new `-shm` (it would not see the store's
+//! locks: two holders of one name, a corrupted file), and the store refuses everything.
+//! The children's roles are in `common/procs.rs`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::procs::{Proc, config};
+use common::{Scratch, raw, runtime};
+
+/// The children's side: see `common/procs.rs`.
+#[test]
+fn child() {
+    common::procs::child();
+}
+
+/// What a child process that opens the file and tries `name` says.
+fn open_in_another_process(path: &std::path::Path, name: &str) -> String {
+    let mut other = Proc::spawn("open_try", path, name);
+    let said = other.next();
+    other.wait_ok();
+    said
+}
+
+#[test]
+fn a_deleted_shm_keeps_another_process_out_and_the_store_refuses_everything() {
+    let dir = Scratch::new();
+    let path = dir.file("app.db");
+    let shm = dir.file("app.db-shm");
+    runtime().block_on(async {
+        let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
+        raw(&path)
+            .execute_batch(
+                "CREATE TABLE invoices (id INTEGER PRIMARY KEY, paid INTEGER);
+                 INSERT INTO invoices VALUES (1001, 0);",
+            )
+            .unwrap();
+        let mut lock = locks
+            .try_lock("x", "A", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .expect("free");
+        std::fs::remove_file(&shm).unwrap();
+        // A grants nothing more (it would commit into a WAL index nobody else sees).
+        let refused = |what: &str, err: alkstore_mem::LockError| {
+            let text = err.to_string();
+            assert!(text.contains("-shm"), "{what}: {text}");
+        };
+        refused(
+            "try_lock after",
+            locks
+                .try_lock("y", "A", Duration::from_secs(60))
+                .await
+                .unwrap_err(),
+        );
+
+        // Process B: refused at open (this process holds SQLite's lock on the file), so it
+        // cannot be granted `y` (or `x`) on a -shm of its own.
+        let said = open_in_another_process(&path, "y");
+        assert!(
+            said.starts_with("refused") && said.contains("-shm"),
+            "B must not open the file on a new -shm while A has it open: {said}"
+        );
+        // A refuses everything, saying why (its lease lapses at its deadline).
+        refused(
+            "renew",
+            lock.renew(Duration::from_secs(60)).await.unwrap_err(),
+        );
+        refused("is_held", lock.is_held().await.unwrap_err());
+        refused(
+            "try_lock",
+            locks
+                .try_lock("y", "A", Duration::from_secs(5))
+                .await
+                .unwrap_err(),
+        );
+        refused("holder", locks.holder("x").await.unwrap_err());
+        // Left to lapse (a drop would release it once the file can be written again).
+        lock.detach();
+        drop(locks);
+    });
+
+    // A is closed: B opens now, and A's lease, committed before the -shm went, still holds
+    // `x` (the lease lapses at its deadline, never earlier).
+    let started = Instant::now();
+    let said = loop {
+        let said = open_in_another_process(&path, "x");
+        if !said.starts_with("refused") || started.elapsed() > Duration::from_secs(20) {
+            break said;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(said, "busy", "A's lease is live for a minute");
+    let said = open_in_another_process(&path, "y");
+    assert!(said.starts_with("granted"), "A never held y: {said}");
+    // The user's table is whole.
+    let conn = raw(&path);
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+    let paid: i64 = conn
+        .query_row("SELECT paid FROM invoices WHERE id = 1001", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(paid, 0);
+}
+
+#[test]
+fn a_deleted_wal_makes_the_store_refuse_everything() {
+    let dir = Scratch::new();
+    let path = dir.file("app.db");
+    runtime().block_on(async {
+        let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
+        let mut lock = locks
+            .try_lock("x", "A", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .expect("free");
+        std::fs::remove_file(dir.file("app.db-wal")).unwrap();
+        let err = locks
+            .try_lock("y", "A", Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("-wal"), "{err}");
+        assert!(
+            lock.renew(Duration::from_secs(60))
+                .await
+                .unwrap_err()
+                .to_string()
+                .contains("-wal")
+        );
+    });
+}
