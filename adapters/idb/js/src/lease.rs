@@ -268,6 +268,18 @@ impl RawLease {
         self.inner.ttl.get()
     }
 
+    /// Why the lease is gone, when known without a transaction (a renewal or look found it
+    /// gone, or its deadline passed on this context's clock estimate): an `ExpiredError`
+    /// (or an `UnavailableError` when it went with its database); `null` when nothing is
+    /// known, and after release.
+    #[wasm_bindgen(js_name = knownLost)]
+    pub fn known_lost(&self) -> JsValue {
+        self.inner
+            .lock()
+            .and_then(|lock| lock.known_lost())
+            .map_or(JsValue::NULL, err)
+    }
+
     /// Whether `release()` or `detach()` was called.
     #[wasm_bindgen(getter)]
     pub fn released(&self) -> bool {

@@ -162,6 +162,40 @@ test('Lease.signal aborts when the lease is lost, and never once released', asyn
   assert(!kept.aborted, 'a released lease\'s signal stays');
 });
 
+test('Lease.signal first read after a forceRelease aborts within one look, and a late lapsed() resolves at once', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 20000 });
+  await locks.forceRelease(name);
+  await sleep(300);
+  const signal = lease.signal; // first read, after the loss
+  await until(() => signal.aborted, 3000, 'the signal read late to abort (not at the old deadline, 20 s on)');
+  eq(signal.reason?.name, 'ExpiredError', 'reason');
+  const second = await locks.tryLock(name, { ttl: 20000 });
+  await locks.forceRelease(name);
+  await sleep(300);
+  const why = await Promise.race([second.lapsed(), sleep(3000).then(() => 'still waiting')]);
+  eq(why?.name, 'ExpiredError', 'lapsed() called after the forceRelease');
+  const third = await locks.tryLock(name, { ttl: 20000 });
+  await locks.forceRelease(name);
+  await sleep(300);
+  const kept = await Promise.race([third.keepAlive({ every: 9000 }), sleep(3000).then(() => 'still waiting')]);
+  eq(kept?.name, 'ExpiredError', 'keepAlive() called after the forceRelease');
+  assert(third.signal.aborted, 'the signal first read after keepAlive found the loss is aborted at once');
+});
+
+test('Lease.signal first read after the deadline passed is aborted at once', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 200 });
+  await sleep(400);
+  const signal = lease.signal;
+  assert(signal.aborted, 'aborted at the first read');
+  eq(signal.reason?.name, 'ExpiredError', 'reason');
+  assert(signal.reason instanceof LockError, 'a LockError');
+  const fresh = await locks.tryLock(name, { ttl: 20000 });
+  assert(!fresh.signal.aborted, 'a live lease\'s signal read at once');
+  await sleep(300);
+  assert(!fresh.signal.aborted, 'still live after its first look');
+  eq(await fresh.release(), true, 'release');
+});
+
 test('Lease.detach leaves the lease to its deadline', async ({ locks, name }) => {
   const lease = await locks.tryLock(name, { ttl: 300 });
   lease.detach();
