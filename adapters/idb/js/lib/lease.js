@@ -144,8 +144,9 @@ export class Lease {
   }
 
   /**
-   * Keeps the lease alive (renewing it to its ttl every `every` ms; default a third of the
-   * ttl) until it is lost or released. Resolves with the `LockError` it was lost with
+   * Keeps the lease alive (renewing it to its ttl every `every` ms; default, and for 0, a
+   * third of the ttl; above half the ttl, half) until it is lost or released: a lease from
+   * tryLock or acquire is renewed only while a keepAlive runs. Resolves with the `LockError` it was lost with
    * (`ExpiredError`, or `UnavailableError` when IndexedDB failed for good), or null once
    * `release()` or `detach()` stopped it. Rejects at once with `InvalidTtlError` when the
    * ttl is below twice the io timeout (a renewal might not finish in time).
@@ -162,8 +163,9 @@ export class Lease {
   }
 
   /**
-   * Resolves once the lease is no longer held, with the reason (`ExpiredError`), or with
-   * null once `release()` or `detach()` stopped it.
+   * Resolves once the lease is no longer held, with the reason (`ExpiredError`, or
+   * `UnavailableError` when it went with its database), or with null once `release()` or
+   * `detach()` stopped it. Called after a loss, it resolves within one transaction.
    */
   lapsed() {
     if (this.#state !== 'held') return this.#gone();
