@@ -247,6 +247,23 @@ test('a stolen request whose callback ends before it learns of the steal: its lo
   }
 });
 
+test('renew refuses a ttl a running keepAlive could not keep, and the keepAlive goes on', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 5 * env.io });
+  let ended = false;
+  const alive = lease.keepAlive();
+  alive.then(() => { ended = true; });
+  await rejects(lease.renew(env.io / 2), 'InvalidTtlError', 'renew below twice the io timeout');
+  await sleep(env.io);
+  assert(!ended, 'the keepAlive still runs');
+  eq(await lease.isHeld(), true, 'still held');
+  await lease.renew(4 * env.io); // a ttl it can keep is fine
+  eq(await lease.release(), true, 'release');
+  eq(await alive, null, 'the keepAlive stopped by the release');
+  const bare = await locks.tryLock(name, { ttl: 5 * env.io });
+  await bare.renew(env.io / 2); // without a keepAlive, a short ttl is the caller's choice
+  eq(await bare.release(), true, 'release');
+});
+
 test('Lease.detach leaves the lease to its deadline', async ({ locks, name }) => {
   const lease = await locks.tryLock(name, { ttl: 300 });
   lease.detach();
