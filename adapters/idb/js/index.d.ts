@@ -127,7 +127,10 @@ export class Lease {
   private constructor();
   readonly name: string;
   readonly owner: string;
-  /** The fencing token: larger than every token granted before on this database; below 2^53. */
+  /**
+   * The fencing token: larger than every token granted before on this database; below 2^53.
+   * Clock-derived (about 1.8e15): never store it in 32 bits.
+   */
   readonly token: number;
   /** The deadline (epoch ms) as of the last grant or renewal. */
   readonly deadline: number;
@@ -135,20 +138,33 @@ export class Lease {
   readonly ttl: number;
   /** Whether release() or detach() was called. */
   readonly released: boolean;
-  /** Aborts when the lease is lost (reason: the LockError); never once released or detached. */
+  /**
+   * Aborts when the lease is lost (reason: the LockError); never once released or detached.
+   * Read late, it is aborted already when the loss is known here, and its first read looks
+   * at the database once.
+   */
   readonly signal: AbortSignal;
   /** Resets the deadline to now + ttl (default: the current ttl); rejects with ExpiredError once lost. */
   renew(ttl?: number): Promise<void>;
-  /** true when the lease was live and is now free; false when it had been lost (or released already). */
+  /**
+   * true when the lease was live and is now free; false when it had been lost (or released
+   * already). Rejects with an InvalidStateError DOMException after detach().
+   */
   release(): Promise<boolean>;
-  /** Gives up the handle; the lease runs to its deadline. */
+  /** Gives up the handle; the lease runs to its deadline. Throws InvalidStateError once released. */
   detach(): void;
   /**
-   * Renews the lease until it is lost (resolves with the LockError) or released (resolves
-   * with null). Rejects at once with InvalidTtlError when the ttl is below 2 x ioTimeout.
+   * Renews the lease to its ttl every `every` ms (default, and for 0: a third of the ttl;
+   * above half the ttl: half) until it is lost (resolves with the LockError) or released
+   * (resolves with null; a keepAlive called after release rejects with InvalidStateError).
+   * Rejects at once with InvalidTtlError when the ttl is below 2 x ioTimeout. Leases from
+   * tryLock and acquire are renewed only while a keepAlive runs.
    */
   keepAlive(options?: { every?: number }): Promise<LockError | null>;
-  /** Resolves when the lease is lost (with the LockError), or with null once released. */
+  /**
+   * Resolves when the lease is lost (with the LockError), or with null once released (a
+   * lapsed called after release rejects with InvalidStateError).
+   */
   lapsed(): Promise<LockError | null>;
   /** Whether the lease is still live (one transaction). */
   isHeld(): Promise<boolean>;
@@ -189,6 +205,6 @@ export class Fence {
   check(token: number): boolean;
   /** The highest token accepted so far. */
   readonly highest: number | undefined;
-  /** Frees the wasm memory of this fence. */
+  /** Frees the wasm memory of this fence now (the garbage collector does it otherwise); using it afterwards throws. */
   free(): void;
 }

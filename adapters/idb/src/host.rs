@@ -68,6 +68,10 @@ impl Db {
         0
     }
 
+    pub(crate) fn news(&self) -> u64 {
+        0
+    }
+
     pub(crate) async fn confirm_dead(&self, _ids: Vec<String>) -> bool {
         false
     }

@@ -137,7 +137,9 @@ impl IdbLock {
     /// over the `BroadcastChannel`), the connection was closed under the store (the database
     /// may have been deleted: it looks, and a lease gone with its database ends this with
     /// `Unavailable` saying so), or a renewal or [`is_held`](Self::is_held) already found
-    /// it gone. Between those moments it needs no transaction: time alone says so.
+    /// it gone. Started late (after such a message reached this context, unheard by any
+    /// watch of this lease), it looks at the database once at once. Between those moments it
+    /// needs no transaction: time alone says so.
     ///
     /// # Example
     /// ```no_run
@@ -177,13 +179,17 @@ impl IdbLock {
 
     /// `Lost` if a look already found the lease gone, or (after one more look) when the
     /// connection was closed under the store since the last look (once per close: a look
-    /// that fails is not tried again before the next wake-up).
+    /// that fails is not tried again before the next wake-up), or when a message ending a
+    /// lease reached this context since the last look: a watch started after the message
+    /// was sent (no sleeper was registered to hear it) still learns at once.
     async fn recheck(&self) -> Seen {
         if self.lease.lost.load(Ordering::Relaxed) {
             return Seen::Lost(self.lost(self.store.now_us()));
         }
         let generation = self.store.inner.db.generation();
-        if self.lease.generation.swap(generation, Ordering::Relaxed) != generation {
+        let news = self.store.inner.db.news();
+        let moved = self.lease.generation.swap(generation, Ordering::Relaxed) != generation;
+        if self.lease.news.swap(news, Ordering::Relaxed) != news || moved {
             return self.look_now().await;
         }
         Seen::Live

@@ -47,6 +47,9 @@ pub(crate) struct LeaseState {
     pub(crate) lost: AtomicBool,
     /// The store's connection generation this handle last looked at the database in.
     pub(crate) generation: AtomicU64,
+    /// How many messages ending a lease the store had received when this handle last
+    /// looked (or was granted): one that came since may be about this lease.
+    pub(crate) news: AtomicU64,
     /// The store's connection generation when the lease was granted: a loss found after the
     /// browser closed that connection (the database deleted or upgraded elsewhere) says so.
     born: u64,
@@ -80,6 +83,7 @@ impl IdbLock {
             ttl_nanos: AtomicU64::new(u64::from(ttl.subsec_nanos())),
             lost: AtomicBool::new(false),
             generation: AtomicU64::new(generation),
+            news: AtomicU64::new(store.inner.db.news()),
             born: generation,
         });
         IdbLock {
@@ -133,6 +137,28 @@ impl IdbLock {
     /// [`IdbLocks::holder`] reports while it is live.
     pub fn info(&self) -> LeaseInfo {
         LeaseInfo::new(&self.name, &self.owner, self.token, self.deadline())
+    }
+
+    /// Why the lease is gone, when this handle knows it without a transaction: a renewal or
+    /// a look ([`is_held`](Self::is_held), [`lapsed`](Self::lapsed),
+    /// [`keep_alive`](Self::keep_alive)) found it gone, or its deadline passed on this
+    /// context's estimate of the engine's clock. `None` says only that nothing is known:
+    /// another context may have force-released it (`lapsed` learns that at once).
+    ///
+    /// # Example
+    /// ```no_run
+    /// # fn run(lock: &alkstore_idb::IdbLock) {
+    /// if let Some(why) = lock.known_lost() {
+    ///     eprintln!("stop writing: {why}");
+    /// }
+    /// # }
+    /// ```
+    pub fn known_lost(&self) -> Option<LockError> {
+        let now = self.store.now_us();
+        if self.lease.lost.load(Ordering::Relaxed) {
+            return Some(self.lost(now));
+        }
+        (now >= self.deadline_us()).then(|| self.expired(now))
     }
 
     /// `Expired` for this lease at engine time `now_us`.

@@ -20,7 +20,7 @@ export function domString(value, what) {
 /** A duration in ms: a finite number above zero (zero too with `zero`). */
 export function duration(value, what, zero = false) {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (!zero && value === 0)) {
-    throw new TypeError(`${what} must be a finite number of milliseconds${zero ? '' : ' above zero'}, not ${String(value)}`);
+    throw new TypeError(`${what} must be a finite number of milliseconds${zero ? '' : ' above zero'}, not ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`);
   }
   return value;
 }

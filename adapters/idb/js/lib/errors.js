@@ -25,10 +25,15 @@ export class LockError extends Error {
   }
 }
 
+// The engine's Rust names in its messages, as this package spells them.
+const JS_NAMES = [[/\bkeep_alive\b/g, 'keepAlive'], [/\bio_timeout\b/g, 'ioTimeout'],
+  [/\btry_lock\b/g, 'tryLock'], [/\bforce_release\b/g, 'forceRelease'], [/\bis_held\b/g, 'isHeld']];
+const jsNames = (message) => JS_NAMES.reduce((m, [rust, js]) => m.replace(rust, js), String(message));
+
 /** An error from the wasm side as a `LockError` (or a DOMException for a state error). */
 export function wrap(e) {
   if (e instanceof Error && !(e instanceof LockError)) {
-    if (ENGINE_ERRORS.has(e.name)) return new LockError(e.name, e.message, e);
+    if (ENGINE_ERRORS.has(e.name)) return new LockError(e.name, jsNames(e.message), e);
     if (e.name === 'InvalidStateError' && !(e instanceof DOMException)) {
       return new DOMException(e.message, 'InvalidStateError');
     }

@@ -16,6 +16,7 @@ export class Lease {
   #state = 'held'; // 'released' | 'detached'
   #chain = Promise.resolve();
   #controller = null;
+  #lost = null; // the LockError a watch or the signal found the lease lost with
 
   /** Made by `AlkLocks.tryLock` and `AlkLocks.acquire`. */
   constructor(key, raw, name) {
@@ -49,19 +50,39 @@ export class Lease {
 
   /**
    * An AbortSignal that aborts when the lease is lost (its reason: the `LockError`), for
-   * `fetch` and the like; it never aborts once released or detached. Watches the lease
-   * (as `lapsed()`) from the first read on.
+   * `fetch` and the like; it never aborts once released or detached. Read late, it is
+   * already aborted when the loss is known here (a renewal, `isHeld`, `keepAlive` or
+   * `lapsed` found it, or the deadline passed), and it looks at the database at once on
+   * its first read, so a loss elsewhere (a `forceRelease`) aborts it within one
+   * transaction; from then on it watches the lease (as `lapsed()`).
    */
   get signal() {
     if (this.#controller === null) {
       const controller = new AbortController();
       this.#controller = controller;
       if (this.#state === 'held') {
-        this.lapsed().then((why) => { if (why !== null) controller.abort(why); }, () => {});
+        const known = this.#lost ?? wrapLost(this.#raw.knownLost());
+        if (known !== null) {
+          this.#lost = known;
+          controller.abort(known);
+        } else {
+          // One look first: a loss this context was not told of (or was told of before
+          // anything watched) shows at once; then the watch.
+          this.isHeld().catch(() => true)
+            .then(() => (this.#state === 'held' ? this.lapsed() : null))
+            .then((why) => { if (why !== null) controller.abort(why); }, () => {});
+        }
       }
     }
     return this.#controller.signal;
   }
+
+  /** Remembers the reason a watch resolved with (null: stopped), and passes it on. */
+  #note = (why) => {
+    if (why !== null && this.#lost === null) this.#lost = why;
+    if (why !== null && this.#controller !== null && !this.#controller.signal.aborted) this.#controller.abort(why);
+    return why;
+  };
 
   #gone() {
     return Promise.reject(new DOMException(`the lease on "${this.#name}" was ${this.#state} already`, 'InvalidStateError'));
@@ -123,8 +144,9 @@ export class Lease {
   }
 
   /**
-   * Keeps the lease alive (renewing it to its ttl every `every` ms; default a third of the
-   * ttl) until it is lost or released. Resolves with the `LockError` it was lost with
+   * Keeps the lease alive (renewing it to its ttl every `every` ms; default, and for 0, a
+   * third of the ttl; above half the ttl, half) until it is lost or released: a lease from
+   * tryLock or acquire is renewed only while a keepAlive runs. Resolves with the `LockError` it was lost with
    * (`ExpiredError`, or `UnavailableError` when IndexedDB failed for good), or null once
    * `release()` or `detach()` stopped it. Rejects at once with `InvalidTtlError` when the
    * ttl is below twice the io timeout (a renewal might not finish in time).
@@ -137,16 +159,17 @@ export class Lease {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.#chain.then(() => (this.#state === 'held' ? this.#raw.keepAlive(every).then(wrapLost, rethrow) : this.#gone()));
+    return this.#chain.then(() => (this.#state === 'held' ? this.#raw.keepAlive(every).then(wrapLost, rethrow).then(this.#note) : this.#gone()));
   }
 
   /**
-   * Resolves once the lease is no longer held, with the reason (`ExpiredError`), or with
-   * null once `release()` or `detach()` stopped it.
+   * Resolves once the lease is no longer held, with the reason (`ExpiredError`, or
+   * `UnavailableError` when it went with its database), or with null once `release()` or
+   * `detach()` stopped it. Called after a loss, it resolves within one transaction.
    */
   lapsed() {
     if (this.#state !== 'held') return this.#gone();
-    return this.#chain.then(() => (this.#state === 'held' ? this.#raw.lapsed().then(wrapLost, rethrow) : this.#gone()));
+    return this.#chain.then(() => (this.#state === 'held' ? this.#raw.lapsed().then(wrapLost, rethrow).then(this.#note) : this.#gone()));
   }
 
   /** Whether the lease is still live (one transaction). */

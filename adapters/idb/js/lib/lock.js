@@ -1,6 +1,6 @@
 // What a `request` callback gets (`Lock`) and how a granted request runs: the callback
 // under a lease kept alive (or watched), the promise settled as the Web Locks spec says.
-import { wrap } from './errors.js';
+import { LockError, wrap } from './errors.js';
 import { OPENING } from './args.js';
 
 const FREEZE = Symbol('freeze');
@@ -84,7 +84,14 @@ export function held(raw, name, callback, keepAlive) {
       raw.free();
       if (settled) return;
       settled = true;
-      if (!live) reject(new DOMException(`the lease on lock "${name}" was lost before the callback ended`, 'AbortError'));
+      if (!live) {
+        // The release found the lease gone before a watch told of it (stolen or
+        // force-released just before the callback ended): the signal says so too.
+        if (!controller.signal.aborted) {
+          controller.abort(new LockError('ExpiredError', `the lease on lock "${name}" (fencing token ${lock.token}) was lost before the callback ended`, { token: lock.token }));
+        }
+        reject(new DOMException(`the lease on lock "${name}" was lost before the callback ended`, 'AbortError'));
+      }
       else if (ok) resolve(value);
       else reject(value);
     };

@@ -268,6 +268,18 @@ impl RawLease {
         self.inner.ttl.get()
     }
 
+    /// Why the lease is gone, when known without a transaction (a renewal or look found it
+    /// gone, or its deadline passed on this context's clock estimate): an `ExpiredError`
+    /// (or an `UnavailableError` when it went with its database); `null` when nothing is
+    /// known, and after release.
+    #[wasm_bindgen(js_name = knownLost)]
+    pub fn known_lost(&self) -> JsValue {
+        self.inner
+            .lock()
+            .and_then(|lock| lock.known_lost())
+            .map_or(JsValue::NULL, err)
+    }
+
     /// Whether `release()` or `detach()` was called.
     #[wasm_bindgen(getter)]
     pub fn released(&self) -> bool {
@@ -287,7 +299,8 @@ impl RawLease {
     }
 
     /// Resets the deadline to now + `ttl_ms` and keeps the token; a running `keepAlive`
-    /// goes on with the new ttl. Rejects with `InvalidTtlError` for a zero ttl,
+    /// goes on with the new ttl. Rejects with `InvalidTtlError` for a zero ttl, or one a
+    /// running `keepAlive` could not keep (below twice the io timeout),
     /// `ExpiredError` when the lease was lost, `UnavailableError` when the transaction
     /// failed, `InvalidStateError` after release or during another renew.
     pub fn renew(&self, ttl_ms: f64) -> Promise {
@@ -295,6 +308,16 @@ impl RawLease {
             Hold::Here(_) => {}
             Hold::Renewing => return Promise::reject(&busy()),
             Hold::Gone => return Promise::reject(&released()),
+        }
+        // A running keepAlive could not keep the shorter ttl: refuse it here, not as a
+        // keepAlive that ends later as if the lease were lost.
+        let (ttl, io) = (ms(ttl_ms), self.inner.io_timeout);
+        let keeping = self.inner.watches().iter().any(|w| {
+            matches!(w.kind, Kind::KeepAlive(_)) && matches!(*w.state.borrow(), State::Running(_))
+        });
+        if keeping && ttl < io.saturating_mul(2) {
+            let problem = TtlProblem::TooShortToKeepAlive { io_timeout: io };
+            return Promise::reject(&err(LockError::InvalidTtl { ttl, problem }));
         }
         // Pause the running watches (dropping their clones of the handle), take the handle,
         // renew it, put it back and start the paused watches again on it.

@@ -84,6 +84,15 @@ export async function runScenarios({ pages, p0, p1, w, db, ioTimeout, check, sle
   await p0.run('releaseLease', { name: 'x/signal' });
   check('ifAvailable in a worker after the release: granted', (await w[1].run('ifAvailable', { db, name: 'x/signal' })) === true);
 
+  // 6b. A lease's signal first read after another context force-released it aborts within
+  //     one look (not at the old deadline, 30 s on).
+  await w[0].run('tryLock', { db, name: 'x/late-signal', ttl: 30000 });
+  await p1.run('forceRelease', { db, name: 'x/late-signal' });
+  await sleep(300);
+  const late = await w[0].run('lateSignal', { name: 'x/late-signal', waitMs: 3000 });
+  check('a lease force-released from another context: its signal, first read later, aborts with ExpiredError',
+    late.aborted && late.reason === 'ExpiredError', JSON.stringify(late));
+
   // 7. The engine's presence locks, seen from the package: every context holds one Web Lock
   //    on the database for its life (navigator.locks.query() lists it, locks.query() does
   //    not), and a request held by a page that is closed is taken over at once by a request

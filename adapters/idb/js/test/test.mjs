@@ -150,6 +150,16 @@ try {
   check('the README\'s example sent its fencing token with each write', flushes.length === 2 && flushes.every((t) => /^[0-9]+$/.test(t)) && Number(flushes[1]) > Number(flushes[0]),
     `tokens ${flushes.join(', ')}`);
 
+  // The README stands alone in the tarball: every link and image is absolute (https) or an
+  // anchor of one of its own headings, and it names no repository file or make target.
+  const slug = (h) => h.trim().toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+  const anchors = new Set([...readme.matchAll(/^#+ (.*)$/gm)].map((m) => slug(m[1])));
+  const badLinks = [...readme.matchAll(/\]\(([^)\s]*)\)/g)].map((m) => m[1])
+    .filter((t) => !/^https:\/\//.test(t) && !(t.startsWith('#') && anchors.has(t.slice(1))));
+  check('the package README links only to the web and to its own headings', badLinks.length === 0, badLinks.join(', '));
+  const maintainer = [...readme.matchAll(/make test[-\w]*|issue \d+|harness\//g)].map((m) => m[0]);
+  check('the package README holds no maintainers\' test notes', maintainer.length === 0, maintainer.join(', '));
+
   // The types against the module, in a page.
   await checkTypes({ pkg, page: pages[0], db, check });
 

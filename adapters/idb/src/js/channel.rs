@@ -53,10 +53,16 @@ struct Sleeper {
 struct Sleepers {
     next: u64,
     list: Vec<Sleeper>,
+    /// How many messages ending a lease (`n:`, `t:`) this context saw: a handle that looks
+    /// later than one of them (its watch did not run yet) looks at the database once.
+    news: Cell<u64>,
 }
 
 impl Sleepers {
     fn dispatch(&self, message: &str) {
+        if matches!(message.split_once(':'), Some(("n" | "t", _))) {
+            self.news.set(self.news.get().wrapping_add(1));
+        }
         for s in &self.list {
             let hit = match message.split_once(':') {
                 Some(("w", id)) => s.id == id,
@@ -172,6 +178,12 @@ impl Channel {
     /// database may have been deleted, so every holder and waiter looks again).
     pub(crate) fn wake_local(&self) {
         self.0.sleepers.borrow().wake_all();
+    }
+
+    /// How many messages ending a lease (a force-release, a steal, a lapse found by another
+    /// context) reached this context so far, its own included.
+    pub(crate) fn news(&self) -> u64 {
+        self.0.sleepers.borrow().news.get()
     }
 
     /// Wakes this context's waiters `ids` (news a sibling's step found for them).

@@ -130,6 +130,11 @@ impl Db {
     pub(crate) fn generation(&self) -> u64 {
         self.0.generation()
     }
+
+    /// How many messages ending a lease this context received so far.
+    pub(crate) fn news(&self) -> u64 {
+        self.0.channel.news()
+    }
 }
 
 /// A unique id: random, plus a per-context counter.

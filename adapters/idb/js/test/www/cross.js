@@ -121,6 +121,19 @@ export async function releaseLease({ name }) {
   return inFlight.get(`lease:${name}`).release();
 }
 
+/**
+ * Reads the signal of the lease `tryLock` took here for the first time: whether it is
+ * aborted at once, and after up to `waitMs`, with its reason and how long that took (ms).
+ */
+export async function lateSignal({ name, waitMs }) {
+  const lease = inFlight.get(`lease:${name}`);
+  const t0 = now();
+  const signal = lease.signal;
+  const atOnce = signal.aborted;
+  while (!signal.aborted && now() - t0 < waitMs) await sleep(5);
+  return { atOnce, aborted: signal.aborted, reason: signal.reason?.name ?? null, ms: Math.round(now() - t0) };
+}
+
 /** An ifAvailable request here: whether it was granted. */
 export async function ifAvailable({ db, name }) {
   return (await open(db)).request(name, { ifAvailable: true }, (lock) => lock !== null);

@@ -1,7 +1,7 @@
 // What AlkLocks adds to Web Locks (ttl, keep-alive, lock.signal) and the lease API below
 // request (tryLock, acquire, Lease, holder, forceRelease, Fence).
 import { AlkLocks, Fence, Lease, LockError } from '/pkg/index.js';
-import { env, test, assert, eq, show, rejects, sleep, never, until } from './kit.js';
+import { env, test, assert, eq, show, rejects, sleep, never, until, deferred } from './kit.js';
 
 // ---- what AlkLocks adds: ttl, keep-alive, lock.signal -------------------------------------
 
@@ -160,6 +160,108 @@ test('Lease.signal aborts when the lease is lost, and never once released', asyn
   eq(await other.release(), true, 'release');
   await sleep(400);
   assert(!kept.aborted, 'a released lease\'s signal stays');
+});
+
+test('Lease.signal first read after a forceRelease aborts within one look, and a late lapsed() resolves at once', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 20000 });
+  await locks.forceRelease(name);
+  await sleep(300);
+  const signal = lease.signal; // first read, after the loss
+  await until(() => signal.aborted, 3000, 'the signal read late to abort (not at the old deadline, 20 s on)');
+  eq(signal.reason?.name, 'ExpiredError', 'reason');
+  const second = await locks.tryLock(name, { ttl: 20000 });
+  await locks.forceRelease(name);
+  await sleep(300);
+  const why = await Promise.race([second.lapsed(), sleep(3000).then(() => 'still waiting')]);
+  eq(why?.name, 'ExpiredError', 'lapsed() called after the forceRelease');
+  const third = await locks.tryLock(name, { ttl: 20000 });
+  await locks.forceRelease(name);
+  await sleep(300);
+  const kept = await Promise.race([third.keepAlive({ every: 9000 }), sleep(3000).then(() => 'still waiting')]);
+  eq(kept?.name, 'ExpiredError', 'keepAlive() called after the forceRelease');
+  assert(third.signal.aborted, 'the signal first read after keepAlive found the loss is aborted at once');
+});
+
+test('Lease.signal first read after the deadline passed is aborted at once', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 200 });
+  await sleep(400);
+  const signal = lease.signal;
+  assert(signal.aborted, 'aborted at the first read');
+  eq(signal.reason?.name, 'ExpiredError', 'reason');
+  assert(signal.reason instanceof LockError, 'a LockError');
+  const fresh = await locks.tryLock(name, { ttl: 20000 });
+  assert(!fresh.signal.aborted, 'a live lease\'s signal read at once');
+  await sleep(300);
+  assert(!fresh.signal.aborted, 'still live after its first look');
+  eq(await fresh.release(), true, 'release');
+});
+
+test('a lease lost with its deleted database says so: UnavailableError, for lock.signal and lapsed()', async ({ name }) => {
+  const db = `alk-deleted-${Math.random().toString(36).slice(2)}`;
+  const locks = await AlkLocks.open(db, { ioTimeout: env.io });
+  const lease = await locks.tryLock(name, { ttl: 20000 });
+  const lapsed = lease.lapsed();
+  let signal = null;
+  const request = locks.request(`${name}/r`, { ttl: 20000 }, (lock) => {
+    signal = lock.signal;
+    return new Promise(() => {});
+  });
+  await until(() => signal !== null, 3000, 'the request granted');
+  await new Promise((resolve, reject) => {
+    const req = indexedDB.deleteDatabase(db);
+    req.onsuccess = resolve;
+    req.onerror = () => reject(req.error);
+  });
+  const why = await Promise.race([lapsed, sleep(5000).then(() => 'still waiting')]);
+  eq(why?.name, 'UnavailableError', 'lapsed()');
+  assert(why instanceof LockError && /deleted or upgraded/.test(why.message), `says so: ${why?.message}`);
+  await rejects(request, 'AbortError', 'the request');
+  eq(signal.reason?.name, 'UnavailableError', 'lock.signal.reason');
+  eq(lease.signal.reason?.name, 'UnavailableError', 'lease.signal.reason (first read after)');
+  await lease.release();
+});
+
+test('messages use the package\'s names: keepAlive and ioTimeout, a string ttl quoted', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 500 });
+  const e = await rejects(lease.keepAlive(), 'InvalidTtlError', 'keepAlive on a 500 ms ttl');
+  assert(!/keep_alive|io_timeout/.test(e.message) && /keepAlive/.test(e.message), `no Rust names: ${e.message}`);
+  await lease.release();
+  const t = await rejects(locks.tryLock(name, { ttl: '5000' }), TypeError, 'a string ttl');
+  assert(t.message.includes('"5000"'), `the string quoted: ${t.message}`);
+});
+
+test('a stolen request whose callback ends before it learns of the steal: its lock.signal aborts too', async ({ locks, name }) => {
+  for (let round = 0; round < 5; round++) {
+    const stolen = deferred();
+    let lock = null;
+    const victim = locks.request(name, { ttl: 20000 }, async (l) => {
+      lock = l;
+      await stolen.promise; // ends at once once the thief runs, racing the news of the steal
+    });
+    await until(() => lock !== null, 3000, 'the victim granted');
+    const thief = locks.request(name, { steal: true }, () => stolen.resolve());
+    await rejects(victim, 'AbortError', `round ${round}: the victim`);
+    await thief;
+    assert(lock.signal.aborted, `round ${round}: the victim's lock.signal aborted once its promise rejected`);
+    eq(lock.signal.reason?.name, 'ExpiredError', `round ${round}: reason`);
+  }
+});
+
+test('renew refuses a ttl a running keepAlive could not keep, and the keepAlive goes on', async ({ locks, name }) => {
+  const lease = await locks.tryLock(name, { ttl: 5 * env.io });
+  let ended = false;
+  const alive = lease.keepAlive();
+  alive.then(() => { ended = true; });
+  await rejects(lease.renew(env.io / 2), 'InvalidTtlError', 'renew below twice the io timeout');
+  await sleep(env.io);
+  assert(!ended, 'the keepAlive still runs');
+  eq(await lease.isHeld(), true, 'still held');
+  await lease.renew(4 * env.io); // a ttl it can keep is fine
+  eq(await lease.release(), true, 'release');
+  eq(await alive, null, 'the keepAlive stopped by the release');
+  const bare = await locks.tryLock(name, { ttl: 5 * env.io });
+  await bare.renew(env.io / 2); // without a keepAlive, a short ttl is the caller's choice
+  eq(await bare.release(), true, 'release');
 });
 
 test('Lease.detach leaves the lease to its deadline', async ({ locks, name }) => {
