@@ -298,7 +298,8 @@ impl SentinelConn {
         if let Some(fresh) = self.fresh() {
             return Ok(fresh);
         }
-        self.shared.ask().await
+        // Boxed: the future of asking the sentinels is deep, and a store's `connect` holds it.
+        Box::pin(self.shared.ask()).await
     }
 
     /// Forgets connection `generation`, if it is still the one in use.
