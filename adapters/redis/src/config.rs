@@ -90,8 +90,8 @@ impl RedisConfig {
     /// master at once), a renewal is reported as failed (the lease keeps the deadline it had
     /// before as far as the caller knows; `keep_alive` tries again). Releases and withdrawals
     /// are not waited for: one lost in a failover leaves a lease that lapses at its deadline,
-    /// never two holders. `timeout` is clamped to 1 ms..=`io_timeout` (the whole call is bound
-    /// by the `io_timeout`). `replicas == 0` turns it off (the default).
+    /// never two holders. `timeout` is clamped to 1 ms..=3/4 of the `io_timeout` (the whole call
+    /// is bound by the `io_timeout`; a `WAIT` as long would be told as a timeout, not a refusal). `replicas == 0` turns it off (the default).
     #[must_use]
     pub fn with_replica_ack(mut self, replicas: u32, timeout: Duration) -> Self {
         self.replica_ack = (replicas > 0).then_some((replicas, timeout));

@@ -21,7 +21,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use crate::client::{open_client, redacted};
 use crate::cluster::{hash_slot, is_cluster_url, open_cluster, seeds};
 use crate::config::RedisConfig;
-use crate::sentinel::{RECHECK, Sentinels, is_sentinel_url};
+use crate::sentinel::{RECHECK, Sentinels, is_sentinel_url, is_silence};
 use crate::source::Source;
 
 /// Connects to `url` within the `io_timeout`: a server (`redis://`, `rediss://`, …), the
@@ -47,7 +47,7 @@ pub(crate) async fn open(url: &str, config: &RedisConfig) -> Result<(Conn, Sourc
                 "invalid RedisConfig: a TLS root CA is set, but redis+sentinel:// has no TLS in this version",
             ));
         }
-        let sentinels = Arc::new(Sentinels::parse(url)?);
+        let sentinels = Arc::new(Sentinels::parse(url)?.with_io_timeout(io));
         let conn = tokio::time::timeout(io, SentinelConn::connect(sentinels.clone(), io))
             .await
             .map_err(|_| timed_out())?
@@ -163,6 +163,8 @@ struct Current {
     conn: Option<MultiplexedConnection>,
     addr: String,
     checked: Option<Instant>,
+    /// Whether a recheck runs behind the calls.
+    rechecking: bool,
 }
 
 struct Shared {
@@ -175,6 +177,59 @@ struct Shared {
     /// Held while a connection is being made, so that many calls after a failover ask the
     /// sentinels once.
     connecting: tokio::sync::Mutex<()>,
+}
+
+impl Shared {
+    fn state(&self) -> std::sync::MutexGuard<'_, Current> {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Asks the sentinels which server is the master (each within a short timeout) and
+    /// answers the connection to it: the one in use when they name its server, or cannot be
+    /// reached (asked again after [`RECHECK`]); a new one when they name another (a
+    /// failover: the old master may still take writes from clients that stay on it until
+    /// Sentinel demotes it, up to its 10 s `INFO` period later), or when there is none.
+    /// Called with `connecting` held.
+    async fn ask(&self) -> RedisResult<(u64, MultiplexedConnection)> {
+        let named = self.sentinels.master().await;
+        // Decided under the lock, which no `.await` may hold.
+        let client = {
+            let mut state = self.state();
+            match (named, state.conn.clone()) {
+                (Err(_), Some(conn)) => {
+                    state.checked = Some(Instant::now());
+                    return Ok((state.generation, conn));
+                }
+                (Err(e), None) => return Err(e),
+                (Ok(client), Some(conn))
+                    if state.addr == client.get_connection_info().addr().to_string() =>
+                {
+                    state.checked = Some(Instant::now());
+                    return Ok((state.generation, conn));
+                }
+                (Ok(client), _) => client,
+            }
+        };
+        let addr = client.get_connection_info().addr().to_string();
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&self.config)
+            .await?;
+        let mut state = self.state();
+        state.generation += 1;
+        state.conn = Some(conn.clone());
+        state.addr = addr;
+        state.checked = Some(Instant::now());
+        Ok((state.generation, conn))
+    }
+}
+
+/// Clears [`Current::rechecking`] when dropped: the recheck ended, or its task was dropped.
+struct Rechecked(Arc<Shared>);
+
+impl Drop for Rechecked {
+    fn drop(&mut self) {
+        self.0.state().rechecking = false;
+    }
 }
 
 impl SentinelConn {
@@ -197,10 +252,7 @@ impl SentinelConn {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, Current> {
-        self.shared
-            .current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.state()
     }
 
     /// The connection in use, if the sentinels named its master less than [`RECHECK`] ago.
@@ -211,49 +263,43 @@ impl SentinelConn {
         Some((state.generation, conn))
     }
 
-    /// The connection in use, once the sentinels have named its master within [`RECHECK`];
-    /// a new one when they name another (a failover: the old master may still take writes
-    /// from clients that stay on it until Sentinel demotes it, up to its 10 s `INFO` period
-    /// later), or when there is none.
+    /// The connection in use, fresh or not, once a recheck of the sentinels is under way in
+    /// a task of its own (started here unless one runs): a call never waits for the
+    /// sentinels while there is a connection (a frozen sentinel would hold it up to its
+    /// timeout). `None` when there is no connection, or no runtime to run the task on.
+    fn recheck_behind(&self) -> Option<(u64, MultiplexedConnection)> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        let mut state = self.state();
+        let conn = state.conn.clone()?;
+        if !state.rechecking {
+            state.rechecking = true;
+            // Made out here, so that a task dropped unpolled (its runtime shutting down)
+            // still clears the flag.
+            let done = Rechecked(self.shared.clone());
+            handle.spawn(async move {
+                let _connecting = done.0.connecting.lock().await;
+                let _ = done.0.ask().await;
+            });
+        }
+        Some((state.generation, conn))
+    }
+
+    /// The connection in use, once the sentinels have named its master within [`RECHECK`]
+    /// (rechecked behind the calls, see [`recheck_behind`](Self::recheck_behind)); a new
+    /// one, made in the call, when there is none.
     async fn current(&self) -> RedisResult<(u64, MultiplexedConnection)> {
         if let Some(fresh) = self.fresh() {
             return Ok(fresh);
+        }
+        if let Some(in_use) = self.recheck_behind() {
+            return Ok(in_use);
         }
         let _connecting = self.shared.connecting.lock().await;
         if let Some(fresh) = self.fresh() {
             return Ok(fresh);
         }
-        let named = self.shared.sentinels.master().await;
-        // Decided under the lock, which no `.await` may hold.
-        let client = {
-            let mut state = self.state();
-            match (named, state.conn.clone()) {
-                // Sentinels unreachable, or naming nobody yet: go on with the connection in
-                // use (asked again after RECHECK).
-                (Err(_), Some(conn)) => {
-                    state.checked = Some(Instant::now());
-                    return Ok((state.generation, conn));
-                }
-                (Err(e), None) => return Err(e),
-                (Ok(client), Some(conn))
-                    if state.addr == client.get_connection_info().addr().to_string() =>
-                {
-                    state.checked = Some(Instant::now());
-                    return Ok((state.generation, conn));
-                }
-                (Ok(client), _) => client,
-            }
-        };
-        let addr = client.get_connection_info().addr().to_string();
-        let conn = client
-            .get_multiplexed_async_connection_with_config(&self.shared.config)
-            .await?;
-        let mut state = self.state();
-        state.generation += 1;
-        state.conn = Some(conn.clone());
-        state.addr = addr;
-        state.checked = Some(Instant::now());
-        Ok((state.generation, conn))
+        // Boxed: the future of asking the sentinels is deep, and a store's `connect` holds it.
+        Box::pin(self.shared.ask()).await
     }
 
     /// Forgets connection `generation`, if it is still the one in use.
@@ -290,8 +336,12 @@ impl SentinelConn {
                     let retry = unfinished.armed;
                     (result, retry)
                 }
-                // No master found or reached: whatever the reason, ask again.
-                Err(e) => (Err(e), true),
+                // No master found or reached: ask again, unless no sentinel answered (they
+                // would not answer sooner now).
+                Err(e) => {
+                    let again = !is_silence(&e);
+                    (Err(e), again)
+                }
             };
             if !retry || Instant::now() + pause >= until {
                 return result;

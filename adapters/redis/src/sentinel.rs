@@ -6,7 +6,7 @@ use std::time::Duration;
 use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo, RedisResult};
+use redis::{ErrorKind, IntoConnectionInfo, RedisConnectionInfo, RedisError, RedisResult};
 
 /// How often a store asks the sentinels which server is the master, at most (before a call,
 /// and in the subscriber): a demoted master that still answers is left within about this.
@@ -30,6 +30,9 @@ pub(crate) struct Sentinels {
     nodes: Vec<String>,
     master: String,
     db: i64,
+    /// How long one sentinel may take to answer (and its master to be checked) before the
+    /// next is asked: see [`with_io_timeout`](Self::with_io_timeout).
+    each: Duration,
 }
 
 impl Sentinels {
@@ -89,29 +92,66 @@ impl Sentinels {
             nodes,
             master: master.into(),
             db,
+            each: Duration::from_secs(1),
         })
     }
 
-    /// A client for the server the sentinels name as the master now (asked in order, the
-    /// first that answers decides; the server is checked to call itself master).
+    /// Gives each sentinel `io_timeout / (sentinels + 1)` (at least 50 ms) to answer, so
+    /// that asking them all in turn ends within the `io_timeout` with the reason.
+    pub(crate) fn with_io_timeout(mut self, io: Duration) -> Sentinels {
+        let parts = u32::try_from(self.nodes.len().saturating_add(1)).unwrap_or(u32::MAX);
+        self.each = (io / parts).max(Duration::from_millis(50));
+        self
+    }
+
+    /// A client for the server the sentinels name as the master now: asked in order, each
+    /// within its share of the timeout; the first that names a master that is up decides
+    /// (the server is checked to call itself master). When none does, the last error: a
+    /// sentinel that did not answer ([`is_silence`]), or one that names no master that is up.
     pub(crate) async fn master(&self) -> RedisResult<redis::Client> {
         let info = SentinelNodeConnectionInfo::default()
             .set_redis_connection_info(RedisConnectionInfo::default().set_db(self.db));
-        let nodes: Vec<ConnectionInfo> = self
-            .nodes
-            .iter()
-            .map(|n| n.as_str().into_connection_info())
-            .collect::<RedisResult<_>>()?;
-        // A fresh client each time: it caches connections to the sentinels on the runtime
-        // it first ran on, which a fallback on another runtime must not reuse.
-        let mut client = SentinelClient::build(
-            nodes,
-            self.master.clone(),
-            Some(info),
-            SentinelServerType::Master,
-        )?;
-        client.async_get_client().await
+        let mut last = RedisError::from((ErrorKind::EmptySentinelList, "no sentinel"));
+        for node in &self.nodes {
+            // A fresh client each time: it caches connections to the sentinels on the runtime
+            // it first ran on, which a fallback on another runtime must not reuse.
+            let mut client = SentinelClient::build(
+                vec![node.as_str().into_connection_info()?],
+                self.master.clone(),
+                Some(info.clone()),
+                SentinelServerType::Master,
+            )?;
+            last = match tokio::time::timeout(self.each, client.async_get_client()).await {
+                Ok(Ok(client)) => return Ok(client),
+                Ok(Err(e)) if e.kind() == ErrorKind::MasterNameNotFoundBySentinel => {
+                    RedisError::from((
+                        ErrorKind::MasterNameNotFoundBySentinel,
+                        "no master that is up",
+                        format!(
+                            "sentinel {node} names no master {:?} that is up: it does not \
+                             monitor it, or the master is down or failing over",
+                            self.master
+                        ),
+                    ))
+                }
+                Ok(Err(e)) => e,
+                Err(_) => RedisError::from((
+                    ErrorKind::Io,
+                    SILENCE,
+                    format!("sentinel {node} did not answer within {:?}", self.each),
+                )),
+            };
+        }
+        Err(last)
     }
+}
+
+/// The description of the error of a sentinel that did not answer in time.
+const SILENCE: &str = "a sentinel did not answer";
+
+/// Whether `e` says a sentinel did not answer in time (see [`Sentinels::master`]).
+pub(crate) fn is_silence(e: &RedisError) -> bool {
+    e.kind() == ErrorKind::Io && e.to_string().contains(SILENCE)
 }
 
 #[cfg(test)]

@@ -106,8 +106,9 @@ impl Redis {
         let Some((replicas, timeout)) = self.config.replica_ack() else {
             return Ok((self.run(script, name, args).await?, None));
         };
+        // Below the io_timeout, so that a refusal is told as such, not as a timeout.
         let wait_ms = timeout
-            .min(self.config.io_timeout())
+            .min(self.config.io_timeout() * 3 / 4)
             .as_millis()
             .clamp(1, u128::from(u32::MAX));
         let mut pipe = redis::pipe();

@@ -188,6 +188,11 @@ impl SentinelSet {
         new
     }
 
+    /// Sentinel `i` (0, 1 or 2, in the URL's order).
+    pub fn sentinel(&self, i: usize) -> &Server {
+        &self.sentinels[i]
+    }
+
     /// The Redis server at `port` (one of the two).
     pub fn redis(&self, port: u16) -> &Server {
         &self.redis[self.index_of(port)]

@@ -142,6 +142,14 @@ impl Server {
         }
     }
 
+    /// Freezes it (SIGSTOP: it accepts connections but answers nothing) or thaws it
+    /// (SIGCONT). Dropping a frozen server kills it all the same (SIGKILL).
+    pub fn freeze(&self, frozen: bool) {
+        if let Some(pid) = self.pid {
+            support::signal(pid, if frozen { "-STOP" } else { "-CONT" });
+        }
+    }
+
     /// Whether it runs (not killed).
     pub fn alive(&self) -> bool {
         self.pid.is_some()

@@ -154,7 +154,47 @@ fn sentinel_failovers_keep_leases_waiters_and_token_order() {
             locks.holder("later").await.unwrap().map(|l| l.token()),
             Some(lock.token())
         );
+        frozen_first_sentinel(&set, &url, &ns).await;
     });
+}
+
+/// With the first sentinel of the URL frozen (SIGSTOP), a store with a 1 s `io_timeout`
+/// answers every call: the once-a-second recheck of the sentinels runs behind the calls
+/// (before, one call in two seconds waited on the frozen sentinel and failed as "redis did
+/// not answer within 1s"), and a new store connects through the next sentinel.
+async fn frozen_first_sentinel(set: &SentinelSet, url: &str, ns: &str) {
+    let quick = RedisConfig::new()
+        .with_namespace(ns)
+        .with_io_timeout(Duration::from_secs(1));
+    let store = RedisLocks::connect_with(url, quick.clone()).await.unwrap();
+    set.sentinel(0).freeze(true);
+    let started = std::time::Instant::now();
+    let mut calls = 0;
+    // Three rechecks' worth (RECHECK is 1 s), each of which used to stall a call.
+    while started.elapsed() < Duration::from_millis(3500) {
+        let lock = store.try_lock("frozen", "x", TTL).await;
+        let lock = lock
+            .unwrap_or_else(|e| panic!("call {calls}: {e}"))
+            .unwrap();
+        assert!(lock.release().await.unwrap(), "call {calls}");
+        calls += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let late = RedisLocks::connect_with(url, quick.clone()).await.unwrap();
+    assert!(late.try_lock("frozen", "y", TTL).await.unwrap().is_some());
+    // A master the (live) sentinel does not know: the message says what the sentinel said.
+    let live = set.sentinel(1).port();
+    let unknown = format!("redis+sentinel://127.0.0.1:{live}/nosuch");
+    let message = RedisLocks::connect_with(&unknown, quick)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("names no master \"nosuch\" that is up"),
+        "{message}"
+    );
+    set.sentinel(0).freeze(false);
+    assert!(calls > 20, "{calls} calls");
 }
 
 #[test]
