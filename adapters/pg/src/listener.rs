@@ -23,6 +23,7 @@ use crate::wire::token_param;
 #[derive(Debug)]
 pub struct PgListener {
     config: tokio_postgres::Config,
+    pinned: String,
     channel: String,
     io_timeout: Duration,
 }
@@ -30,11 +31,13 @@ pub struct PgListener {
 impl PgListener {
     pub(crate) fn new(
         config: tokio_postgres::Config,
+        pinned: &str,
         channel: String,
         io_timeout: Duration,
     ) -> Self {
         PgListener {
             config,
+            pinned: pinned.into(),
             channel,
             io_timeout,
         }
@@ -61,7 +64,9 @@ impl Listener for PgListener {
             }
         };
         let subscribe = async {
-            let listen = format!("LISTEN {}", self.channel);
+            // The engine's settings first, as on every connection of its: above all
+            // `idle_session_timeout = 0`, since this one is idle between notifications.
+            let listen = format!("{}\nLISTEN {}", self.pinned, self.channel);
             if tokio::time::timeout(io, client.batch_execute(&listen))
                 .await
                 .is_ok_and(|r| r.is_ok())

@@ -65,8 +65,16 @@ impl Conn {
 /// migration's transaction waits between its statements), and a flushed commit. Set by
 /// statements on every new connection, before its first call (not by the startup packet's
 /// `options`, which PgBouncer refuses), so that they hold behind a session pooler too;
-/// besides these, the `statement_timeout` and `lock_timeout` of the config.
-const PINNED: &str = "SET default_transaction_isolation = 'read committed';
+/// besides these, the `statement_timeout` and `lock_timeout` of the config. The
+/// `search_path` is `pg_catalog, pg_temp` (no schema a role's or database's default names can
+/// shadow a function or operator the statements use; `pg_temp` last), and
+/// `idle_session_timeout` is 0 (PostgreSQL 14 and later; set only where the server knows it):
+/// the engine's connections wait idle between calls, and one ended by the server mid-call
+/// would make a release fail.
+const PINNED: &str = "SET search_path = pg_catalog, pg_temp;
+SELECT pg_catalog.set_config(name, '0', false) FROM pg_catalog.pg_settings
+ WHERE name = 'idle_session_timeout';
+SET default_transaction_isolation = 'read committed';
 SET default_transaction_read_only = off; SET default_transaction_deferrable = off;
 SET idle_in_transaction_session_timeout = 0; SET synchronous_commit = on;";
 

@@ -9,6 +9,13 @@
 //! time raised to the floor), `@tick@` the statement every function ends with (the floor
 //! follows lease time). Lock names, owners and every other value are parameters, never
 //! spliced in.
+//!
+//! No object is found through the caller's `search_path` (a `public.nextval(text)` or a role's
+//! `search_path = evil, pg_catalog` would otherwise be called instead of PostgreSQL's): every
+//! function runs with `SET search_path = pg_catalog, pg_temp`, every function the code calls is
+//! written `pg_catalog.`-qualified and every table with the schema's identifier, and the
+//! engine's own sessions pin the same `search_path` (`pool::PINNED`), under which the
+//! client-side statements of `fast.sql` are prepared.
 
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
@@ -18,8 +25,10 @@ use tokio_postgres::error::SqlState;
 /// the queue under `FOR NO KEY UPDATE` (see `internal.sql`). Version 3: the same tables,
 /// functions that write a lease row only when something on it changes (a fence in a
 /// REPEATABLE READ or SERIALIZABLE transaction is not failed by waiters arriving) and that
-/// never wait on a row a fence holds.
-pub(crate) const VERSION: i32 = 3;
+/// never wait on a row a fence holds. Version 4: the same tables, functions that run with
+/// `search_path = pg_catalog, pg_temp` and call PostgreSQL's functions qualified (a
+/// hostile `search_path` shadows none of them).
+pub(crate) const VERSION: i32 = 4;
 
 /// Which clock this build's functions read: recorded in the schema's `meta` row, so that a
 /// plain build never runs on a schema installed by a test build, nor the other way round.
@@ -30,7 +39,8 @@ pub(crate) const CLOCK_MODE: &str = "test";
 
 const CLOCK_DECL: &str =
     "v_raw bigint; v_clock bigint; v_floor bigint; v_now bigint; v_lapse boolean := false;";
-const RAW_NOW: &str = "v_raw := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;";
+const RAW_NOW: &str =
+    "v_raw := (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::bigint;";
 #[cfg(not(feature = "test-clock"))]
 const LEASE_NOW: &str = "v_clock := v_raw;";
 #[cfg(feature = "test-clock")]
@@ -87,9 +97,9 @@ const FAST: &str = include_str!("sql/fast.sql");
 
 /// The lease clock as one SQL expression, for the fast statements (before the floor).
 #[cfg(not(feature = "test-clock"))]
-const NOW_EXPR: &str = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+const NOW_EXPR: &str = "(extract(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::bigint";
 #[cfg(feature = "test-clock")]
-const NOW_EXPR: &str = "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint + (SELECT offset_us FROM @s@.test_clock))";
+const NOW_EXPR: &str = "((extract(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::bigint + (SELECT offset_us FROM @s@.test_clock))";
 
 /// Two keys for `pg_advisory_xact_lock(int, int)`: this constant ("alks") and the hash of
 /// the schema's name, so that migrations of one schema wait for each other only.
@@ -268,7 +278,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
             ));
         }
         if version < VERSION {
-            // 1 -> 2: the tables change in place (rows kept); 2 -> 3: the tables stay. Every
+            // 1 -> 2: the tables change in place (rows kept); 2 -> 3 -> 4: the tables stay. Every
             // function is made again. Processes still running an older build fail their calls
             // from here on (version 1's functions are gone) or run the older functions' rules
             // (version 2's signatures are kept): upgrade them together.

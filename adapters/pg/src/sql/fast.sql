@@ -20,7 +20,7 @@ WITH c AS (SELECT t.n0, t.f, greatest(t.n0, t.f) AS n
 k AS (SELECT name FROM @s@.leases WHERE name = @s@._k($1) FOR UPDATE NOWAIT),
 up AS (
   UPDATE @s@.leases l
-     SET owner = $2, token = nextval('@tokens@'), deadline = greatest(l.seen, c.n) + $3,
+     SET owner = $2, token = pg_catalog.nextval('@tokens@'::pg_catalog.regclass), deadline = greatest(l.seen, c.n) + $3,
          ttl = $3, req = $4, claimed = true, seen = greatest(l.seen, c.n)
     FROM c, k
    WHERE l.name = k.name AND NOT l.waiting
@@ -44,4 +44,4 @@ up AS (
   RETURNING (CASE WHEN l.seen < l.deadline THEN 1 ELSE 0 END)::bigint AS live)
 SELECT coalesce((SELECT live FROM up), @s@.release($1, $2)),
        (SELECT @s@._tick(c.n0) FROM c WHERE c.n0 > c.f + 10000),
-       (SELECT set_config('synchronous_commit', 'off', true) FROM up)
+       (SELECT pg_catalog.set_config('synchronous_commit', 'off', true) FROM up)
