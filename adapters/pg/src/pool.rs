@@ -358,15 +358,11 @@ impl Pool {
                     }
                     // A connection found dead (the server restarted, or terminated it) is
                     // replaced, and the call tried once more, if running it twice is safe: any
-                    // call whose answer was the server ending the session (class 57: its
-                    // transaction was rolled back, nothing of it happened), and otherwise
-                    // those that may run twice.
-                    let ended = [
-                        SqlState::ADMIN_SHUTDOWN,
-                        SqlState::CRASH_SHUTDOWN,
-                        SqlState::CANNOT_CONNECT_NOW,
-                    ];
-                    let not_run = e.code().is_some_and(|code| ended.contains(code));
+                    // call whose answer was the server ending the session (any SQLSTATE of
+                    // class 57, operator intervention: a shutdown, a terminated backend,
+                    // idle_session_timeout's 57P05, ...; its transaction was rolled back,
+                    // nothing of it happened), and otherwise those that may run twice.
+                    let not_run = e.code().is_some_and(|code| code.code().starts_with("57"));
                     if closed && !retried && (not_run || op.retryable()) {
                         retried = true;
                         continue;
