@@ -27,7 +27,9 @@ use tokio_postgres::error::SqlState;
 /// REPEATABLE READ or SERIALIZABLE transaction is not failed by waiters arriving) and that
 /// never wait on a row a fence holds. Version 4: the same tables, functions that run with
 /// `search_path = pg_catalog, pg_temp` and call PostgreSQL's functions qualified (a
-/// hostile `search_path` shadows none of them).
+/// hostile `search_path` shadows none of them), and no `waiting` column: a waiter arriving
+/// writes nothing on the lease row (the fast paths ask the queue after the row's lock), so a
+/// fence() first in a REPEATABLE READ or SERIALIZABLE transaction is not failed by it.
 pub(crate) const VERSION: i32 = 4;
 
 /// Which clock this build's functions read: recorded in the schema's `meta` row, so that a
@@ -59,6 +61,8 @@ const TICK: &str = "IF v_lapse THEN
 const TABLES_1: &str = include_str!("sql/001_tables.sql");
 /// What version 2 changes on them.
 const TABLES_2: &str = include_str!("sql/002_tables.sql");
+/// What version 4 changes on them.
+const TABLES_4: &str = include_str!("sql/003_tables.sql");
 
 /// The functions, in the order they are created (helpers first).
 const FUNCTIONS: &[&str] = &[
@@ -248,6 +252,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
     if !installed {
         let mut script = schema.render(TABLES_1);
         script.push_str(&schema.render(TABLES_2));
+        script.push_str(&schema.render(TABLES_4));
         script.push_str(&schema.functions());
         tx.batch_execute(&script).await.map_err(rights)?;
         tx.execute(
@@ -278,13 +283,16 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
             ));
         }
         if version < VERSION {
-            // 1 -> 2: the tables change in place (rows kept); 2 -> 3 -> 4: the tables stay. Every
+            // 1 -> 2 and 3 -> 4: the tables change in place (rows kept); 2 -> 3: they stay. Every
             // function is made again. Processes still running an older build fail their calls
             // from here on (version 1's functions are gone) or run the older functions' rules
             // (version 2's signatures are kept): upgrade them together.
             let mut script = schema.render(DROP_FUNCTIONS);
             if version < 2 {
                 script.push_str(&schema.render(TABLES_2));
+            }
+            if version < 4 {
+                script.push_str(&schema.render(TABLES_4));
             }
             script.push_str(&schema.functions());
             tx.batch_execute(&script).await.map_err(rights)?;
@@ -306,6 +314,7 @@ mod tests {
         let schema = Schema::new("My-Schema");
         let mut all = schema.render(TABLES_1);
         all.push_str(&schema.render(TABLES_2));
+        all.push_str(&schema.render(TABLES_4));
         all.push_str(&schema.functions());
         all.push_str(&schema.render(DROP_FUNCTIONS));
         for fast in ["try_lock_fast", "release_fast"] {

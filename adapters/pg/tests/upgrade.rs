@@ -127,7 +127,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
 }
 
 /// Version 2 (the tables of version 3, functions that rewrote the lease row for every waiter)
-/// gets version 3's functions, its rows kept.
+/// gets version 4's functions, its rows kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_2_schema_gets_the_new_functions() {
     let url = common::url();
@@ -138,8 +138,9 @@ async fn a_version_2_schema_gets_the_new_functions() {
         .unwrap();
     let lock = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
     let client = common::client(&url).await;
-    // Version 2's acquire() wrote `waiting = true` whether or not it was set.
-    let body = "SELECT pg_get_functiondef(p.oid) LIKE '%AND NOT waiting%' FROM pg_proc p \
+    // Version 2's acquire() wrote `waiting = true` whether or not it was set; version 4's
+    // writes nothing on the lease row when a waiter queues.
+    let body = "SELECT pg_get_functiondef(p.oid) LIKE '%pg_catalog.nextval%' FROM pg_proc p \
                 WHERE p.pronamespace = to_regnamespace($1) AND p.proname = 'acquire'";
     let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
     assert!(is_new);
@@ -165,7 +166,7 @@ async fn a_version_2_schema_gets_the_new_functions() {
         .get(0);
     assert_eq!(version, 4);
     let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
-    assert!(is_new, "version 3's acquire() is installed");
+    assert!(is_new, "version 4's acquire() is installed");
     assert_eq!(
         locks.holder("held").await.unwrap().unwrap().token(),
         lock.token()

@@ -98,10 +98,9 @@ BEGIN
                                   WHERE name = p_name AND granted IS NULL),
                                 pg_catalog.nextval('@arrivals@'::pg_catalog.regclass))
        WHERE id = p_id;
-      -- Only when it changes: a write that changes nothing would still make a new row version,
-      -- and a fence() in a REPEATABLE READ or SERIALIZABLE transaction fails (40001) on a
-      -- row updated after its snapshot.
-      UPDATE @s@.leases SET waiting = true WHERE name = p_name AND NOT waiting;
+      -- The lease row is not written: the queue itself says that someone waits (the fast
+      -- paths ask @s@._queued after the row's lock), so a fence() in a REPEATABLE READ or
+      -- SERIALIZABLE transaction is never failed (40001) by a waiter arriving.
     END IF;
 
     IF v_queued THEN
@@ -149,12 +148,11 @@ BEGIN
         EXIT body;
       END IF;
       INSERT INTO @s@.waiters (id, name, long_name, arrival, owner, ttl, wd, hb)
-        VALUES (p_id, p_name, v_long, pg_catalog.nextval('@arrivals@'::pg_catalog.regclass), p_owner, p_ttl, v_wd,
-                v_raw + p_hb);
-      -- Only when it changes: a write that changes nothing would still make a new row version,
-      -- and a fence() in a REPEATABLE READ or SERIALIZABLE transaction fails (40001) on a
-      -- row updated after its snapshot.
-      UPDATE @s@.leases SET waiting = true WHERE name = p_name AND NOT waiting;
+        VALUES (p_id, p_name, v_long, pg_catalog.nextval('@arrivals@'::pg_catalog.regclass),
+                p_owner, p_ttl, v_wd, v_raw + p_hb);
+      -- The lease row is not written: the queue itself says that someone waits (the fast
+      -- paths ask @s@._queued after the row's lock), so a fence() in a REPEATABLE READ or
+      -- SERIALIZABLE transaction is never failed (40001) by a waiter arriving.
     END IF;
     -- Queued. No live lease (handed on to a waiter ahead, or free with a fence holding it
     -- off): nothing to wait for but a wake-up or the heartbeat.

@@ -122,9 +122,9 @@ DECLARE
   r @s@.leases;
 BEGIN
   UPDATE @s@.leases
-     SET owner = p_owner, token = pg_catalog.nextval('@tokens@'::pg_catalog.regclass), deadline = p_now + p_ttl, ttl = p_ttl,
-         req = p_req, claimed = p_claimed, seen = greatest(seen, p_now),
-         waiting = EXISTS (SELECT 1 FROM @s@.waiters w WHERE w.name = p_name AND w.granted IS NULL)
+     SET owner = p_owner, token = pg_catalog.nextval('@tokens@'::pg_catalog.regclass),
+         deadline = p_now + p_ttl, ttl = p_ttl, req = p_req, claimed = p_claimed,
+         seen = greatest(seen, p_now)
    WHERE name = p_name
   RETURNING * INTO r;
   RETURN r;
@@ -213,14 +213,24 @@ END
 $fn$;
 
 -- The waiter that was handed the lease of p_name picks it up: from now on it is held like any
--- grant; `waiting` is brought up to date. (An UPDATE of non-key columns: FOR NO KEY UPDATE,
--- which a fence does not block.)
+-- grant. (An UPDATE of non-key columns: FOR NO KEY UPDATE, which a fence does not block.)
 CREATE FUNCTION @s@._claim(p_name text) RETURNS void
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  UPDATE @s@.leases
-     SET claimed = true,
-         waiting = EXISTS (SELECT 1 FROM @s@.waiters w WHERE w.name = p_name AND w.granted IS NULL)
-   WHERE name = p_name;
+  UPDATE @s@.leases SET claimed = true WHERE name = p_name AND NOT claimed;
+END
+$fn$;
+
+-- Whether waiters are queued for p_name (not counting one handed the lease): what the fast
+-- paths of fast.sql check instead of a column of the lease row, so that a waiter arriving
+-- writes nothing on the row (a fence() in a REPEATABLE READ or SERIALIZABLE transaction is
+-- failed with 40001 by any new version of the row it locks). Called after the row's lock;
+-- VOLATILE plpgsql (never inlined): its query takes a snapshot of its own, which sees a
+-- waiter whose transaction committed after the calling statement's snapshot was taken (a
+-- waiter queues under the row's lock, so one that has not committed holds the lock still).
+CREATE FUNCTION @s@._queued(p_name text) RETURNS boolean
+VOLATILE LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  RETURN EXISTS (SELECT 1 FROM @s@.waiters WHERE name = p_name AND granted IS NULL);
 END
 $fn$;
