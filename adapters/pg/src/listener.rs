@@ -66,8 +66,12 @@ impl Listener for PgListener {
         let subscribe = async {
             // The engine's settings first, as on every connection of its: above all
             // `idle_session_timeout = 0`, since this one is idle between notifications.
-            let listen = format!("{}\nLISTEN {}", self.pinned, self.channel);
-            if tokio::time::timeout(io, client.batch_execute(&listen))
+            let listen = format!("LISTEN {}", self.channel);
+            let setup = async {
+                client.batch_execute(&self.pinned).await?;
+                client.batch_execute(&listen).await
+            };
+            if tokio::time::timeout(io, setup)
                 .await
                 .is_ok_and(|r| r.is_ok())
             {

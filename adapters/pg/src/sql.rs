@@ -301,9 +301,46 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
                 .map_err(db)?;
         }
         // Later versions add their steps here, each from the version before it.
+        let missing: Vec<String> = tx
+            .query(RIGHTS, &[&schema.ident])
+            .await
+            .map_err(rights)?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "this role lacks rights the engine uses on schema {:?}: {}; an administrator \
+                 grants what the alkstore-pg README lists under \"Roles and grants\" (for the \
+                 application role)",
+                schema.name,
+                missing.join(", ")
+            ));
+        }
     }
     tx.commit().await.map_err(db)
 }
+
+/// Every right the engine's calls use on an installed schema (`$1`, its quoted identifier),
+/// that the connecting role lacks: one row per missing right, named as a `GRANT` names it.
+/// Checked at `connect`, so that a role missing one is refused there, not on every call after.
+const RIGHTS: &str = "
+WITH s AS (SELECT to_regnamespace($1) AS ns)
+SELECT 'USAGE ON SCHEMA ' || $1 FROM s WHERE NOT has_schema_privilege(s.ns, 'USAGE')
+UNION ALL
+SELECT priv || ' ON ' || $1 || '.' || t FROM s,
+  (VALUES ('meta', 'SELECT'), ('leases', 'SELECT'), ('leases', 'INSERT'), ('leases', 'UPDATE'),
+          ('leases', 'DELETE'), ('waiters', 'SELECT'), ('waiters', 'INSERT'),
+          ('waiters', 'UPDATE'), ('waiters', 'DELETE'), ('cancelled', 'SELECT'),
+          ('cancelled', 'INSERT'), ('cancelled', 'DELETE')) AS r(t, priv)
+ WHERE NOT has_table_privilege(($1 || '.' || t)::regclass, priv)
+UNION ALL
+SELECT priv || ' ON SEQUENCE ' || $1 || '.' || q FROM s,
+  (VALUES ('tokens'), ('arrivals'), ('floor')) AS n(q), (VALUES ('USAGE'), ('UPDATE')) AS r(priv)
+ WHERE NOT has_sequence_privilege(($1 || '.' || q)::regclass, priv)
+UNION ALL
+SELECT 'EXECUTE ON FUNCTION ' || p.oid::regprocedure::text FROM s, pg_proc p
+ WHERE p.pronamespace = s.ns AND NOT has_function_privilege(p.oid, 'EXECUTE')";
 
 #[cfg(test)]
 mod tests {
