@@ -68,7 +68,7 @@ impl Listener for PgListener {
             // `idle_session_timeout = 0`, since this one is idle between notifications.
             let listen = format!("LISTEN {}", self.channel);
             let setup = async {
-                client.batch_execute(&self.pinned).await?;
+                crate::pool::pin(&client, &self.pinned).await?;
                 client.batch_execute(&listen).await
             };
             if tokio::time::timeout(io, setup)

@@ -89,8 +89,17 @@ pub(crate) async fn open(
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    client.batch_execute(pinned).await?;
+    pin(&client, pinned).await?;
     Ok((client, driver))
+}
+
+/// Runs the engine's settings `pinned` on `client`: its first line (the timeouts) in a message
+/// of its own, since a message runs under the `statement_timeout` in force when it arrives (a
+/// role's 1 ms would cut the rest, which reads `pg_settings`).
+pub(crate) async fn pin(client: &Client, pinned: &str) -> Result<(), tokio_postgres::Error> {
+    let (timeouts, rest) = pinned.split_once('\n').unwrap_or((pinned, ""));
+    client.batch_execute(timeouts).await?;
+    client.batch_execute(rest).await
 }
 
 /// The pause before a call that found a row locked beyond the lock wait is tried again.
