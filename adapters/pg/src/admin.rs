@@ -82,7 +82,7 @@ pub(crate) async fn migrate(
 ) -> Result<(), LockError> {
     crate::sql::migrate(client, schema)
         .await
-        .map_err(|why| down(format!("installing schema {:?}: {why}", schema.name)))
+        .map_err(|why| down(format!("schema {:?}: {why}", schema.name)))
 }
 
 /// The error of a connect or install that ran out of its `io_timeout`.

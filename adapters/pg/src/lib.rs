@@ -6,9 +6,9 @@
 //! [`PgLocks`] is a small connection pool, one listening connection for wake-ups, and a
 //! schema (default `alkstore`) that it creates when missing: tables, sequences and one
 //! plpgsql function per operation (`src/sql/*.sql`), installed by a versioned migration
-//! under an advisory lock (version 3; a schema of version 1 or 2, made by an earlier build,
-//! is upgraded in place). Each operation checks its input locally with the core's own checks
-//! ([`alkstore_mem::validate`]), then calls one function, in one round trip, that reads the
+//! under an advisory lock (version 4; a schema of version 1, 2 or 3, made by an earlier
+//! build, is upgraded in place). Each operation checks its input locally with the core's own
+//! checks ([`alkstore_mem::validate`]), then calls one function, in one round trip, that reads the
 //! server's `clock_timestamp()`, decides under the lease row's lock, takes the token after
 //! that lock, and writes. Time is the server's, never the client's: [`PgLock::deadline`] is
 //! on the server's timeline (nanoseconds since the Unix epoch). The same methods exist

@@ -23,6 +23,7 @@ use crate::wire::token_param;
 #[derive(Debug)]
 pub struct PgListener {
     config: tokio_postgres::Config,
+    pinned: String,
     channel: String,
     io_timeout: Duration,
 }
@@ -30,11 +31,13 @@ pub struct PgListener {
 impl PgListener {
     pub(crate) fn new(
         config: tokio_postgres::Config,
+        pinned: &str,
         channel: String,
         io_timeout: Duration,
     ) -> Self {
         PgListener {
             config,
+            pinned: pinned.into(),
             channel,
             io_timeout,
         }
@@ -61,8 +64,14 @@ impl Listener for PgListener {
             }
         };
         let subscribe = async {
+            // The engine's settings first, as on every connection of its: above all
+            // `idle_session_timeout = 0`, since this one is idle between notifications.
             let listen = format!("LISTEN {}", self.channel);
-            if tokio::time::timeout(io, client.batch_execute(&listen))
+            let setup = async {
+                crate::pool::pin(&client, &self.pinned).await?;
+                client.batch_execute(&listen).await
+            };
+            if tokio::time::timeout(io, setup)
                 .await
                 .is_ok_and(|r| r.is_ok())
             {

@@ -65,8 +65,16 @@ impl Conn {
 /// migration's transaction waits between its statements), and a flushed commit. Set by
 /// statements on every new connection, before its first call (not by the startup packet's
 /// `options`, which PgBouncer refuses), so that they hold behind a session pooler too;
-/// besides these, the `statement_timeout` and `lock_timeout` of the config.
-const PINNED: &str = "SET default_transaction_isolation = 'read committed';
+/// besides these, the `statement_timeout` and `lock_timeout` of the config. The
+/// `search_path` is `pg_catalog, pg_temp` (no schema a role's or database's default names can
+/// shadow a function or operator the statements use; `pg_temp` last), and
+/// `idle_session_timeout` is 0 (PostgreSQL 14 and later; set only where the server knows it):
+/// the engine's connections wait idle between calls, and one ended by the server mid-call
+/// would make a release fail.
+const PINNED: &str = "SET search_path = pg_catalog, pg_temp;
+SELECT pg_catalog.set_config(name, '0', false) FROM pg_catalog.pg_settings
+ WHERE name = 'idle_session_timeout';
+SET default_transaction_isolation = 'read committed';
 SET default_transaction_read_only = off; SET default_transaction_deferrable = off;
 SET idle_in_transaction_session_timeout = 0; SET synchronous_commit = on;";
 
@@ -81,8 +89,17 @@ pub(crate) async fn open(
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    client.batch_execute(pinned).await?;
+    pin(&client, pinned).await?;
     Ok((client, driver))
+}
+
+/// Runs the engine's settings `pinned` on `client`: its first line (the timeouts) in a message
+/// of its own, since a message runs under the `statement_timeout` in force when it arrives (a
+/// role's 1 ms would cut the rest, which reads `pg_settings`).
+pub(crate) async fn pin(client: &Client, pinned: &str) -> Result<(), tokio_postgres::Error> {
+    let (timeouts, rest) = pinned.split_once('\n').unwrap_or((pinned, ""));
+    client.batch_execute(timeouts).await?;
+    client.batch_execute(rest).await
 }
 
 /// The pause before a call that found a row locked beyond the lock wait is tried again.
@@ -350,15 +367,11 @@ impl Pool {
                     }
                     // A connection found dead (the server restarted, or terminated it) is
                     // replaced, and the call tried once more, if running it twice is safe: any
-                    // call whose answer was the server ending the session (class 57: its
-                    // transaction was rolled back, nothing of it happened), and otherwise
-                    // those that may run twice.
-                    let ended = [
-                        SqlState::ADMIN_SHUTDOWN,
-                        SqlState::CRASH_SHUTDOWN,
-                        SqlState::CANNOT_CONNECT_NOW,
-                    ];
-                    let not_run = e.code().is_some_and(|code| ended.contains(code));
+                    // call whose answer was the server ending the session (any SQLSTATE of
+                    // class 57, operator intervention: a shutdown, a terminated backend,
+                    // idle_session_timeout's 57P05, ...; its transaction was rolled back,
+                    // nothing of it happened), and otherwise those that may run twice.
+                    let not_run = e.code().is_some_and(|code| code.code().starts_with("57"));
                     if closed && !retried && (not_run || op.retryable()) {
                         retried = true;
                         continue;

@@ -9,6 +9,13 @@
 //! time raised to the floor), `@tick@` the statement every function ends with (the floor
 //! follows lease time). Lock names, owners and every other value are parameters, never
 //! spliced in.
+//!
+//! No object is found through the caller's `search_path` (a `public.nextval(text)` or a role's
+//! `search_path = evil, pg_catalog` would otherwise be called instead of PostgreSQL's): every
+//! function runs with `SET search_path = pg_catalog, pg_temp`, every function the code calls is
+//! written `pg_catalog.`-qualified and every table with the schema's identifier, and the
+//! engine's own sessions pin the same `search_path` (`pool::PINNED`), under which the
+//! client-side statements of `fast.sql` are prepared.
 
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
@@ -18,8 +25,12 @@ use tokio_postgres::error::SqlState;
 /// the queue under `FOR NO KEY UPDATE` (see `internal.sql`). Version 3: the same tables,
 /// functions that write a lease row only when something on it changes (a fence in a
 /// REPEATABLE READ or SERIALIZABLE transaction is not failed by waiters arriving) and that
-/// never wait on a row a fence holds.
-pub(crate) const VERSION: i32 = 3;
+/// never wait on a row a fence holds. Version 4: the same tables, functions that run with
+/// `search_path = pg_catalog, pg_temp` and call PostgreSQL's functions qualified (a
+/// hostile `search_path` shadows none of them), and no `waiting` column: a waiter arriving
+/// writes nothing on the lease row (the fast paths ask the queue after the row's lock), so a
+/// fence() first in a REPEATABLE READ or SERIALIZABLE transaction is not failed by it.
+pub(crate) const VERSION: i32 = 4;
 
 /// Which clock this build's functions read: recorded in the schema's `meta` row, so that a
 /// plain build never runs on a schema installed by a test build, nor the other way round.
@@ -30,7 +41,8 @@ pub(crate) const CLOCK_MODE: &str = "test";
 
 const CLOCK_DECL: &str =
     "v_raw bigint; v_clock bigint; v_floor bigint; v_now bigint; v_lapse boolean := false;";
-const RAW_NOW: &str = "v_raw := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint;";
+const RAW_NOW: &str =
+    "v_raw := (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::bigint;";
 #[cfg(not(feature = "test-clock"))]
 const LEASE_NOW: &str = "v_clock := v_raw;";
 #[cfg(feature = "test-clock")]
@@ -49,6 +61,8 @@ const TICK: &str = "IF v_lapse THEN
 const TABLES_1: &str = include_str!("sql/001_tables.sql");
 /// What version 2 changes on them.
 const TABLES_2: &str = include_str!("sql/002_tables.sql");
+/// What version 4 changes on them.
+const TABLES_4: &str = include_str!("sql/003_tables.sql");
 
 /// The functions, in the order they are created (helpers first).
 const FUNCTIONS: &[&str] = &[
@@ -87,9 +101,9 @@ const FAST: &str = include_str!("sql/fast.sql");
 
 /// The lease clock as one SQL expression, for the fast statements (before the floor).
 #[cfg(not(feature = "test-clock"))]
-const NOW_EXPR: &str = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint";
+const NOW_EXPR: &str = "(extract(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::bigint";
 #[cfg(feature = "test-clock")]
-const NOW_EXPR: &str = "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint + (SELECT offset_us FROM @s@.test_clock))";
+const NOW_EXPR: &str = "((extract(epoch FROM pg_catalog.clock_timestamp()) * 1000000)::bigint + (SELECT offset_us FROM @s@.test_clock))";
 
 /// Two keys for `pg_advisory_xact_lock(int, int)`: this constant ("alks") and the hash of
 /// the schema's name, so that migrations of one schema wait for each other only.
@@ -238,6 +252,7 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
     if !installed {
         let mut script = schema.render(TABLES_1);
         script.push_str(&schema.render(TABLES_2));
+        script.push_str(&schema.render(TABLES_4));
         script.push_str(&schema.functions());
         tx.batch_execute(&script).await.map_err(rights)?;
         tx.execute(
@@ -268,13 +283,16 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
             ));
         }
         if version < VERSION {
-            // 1 -> 2: the tables change in place (rows kept); 2 -> 3: the tables stay. Every
+            // 1 -> 2 and 3 -> 4: the tables change in place (rows kept); 2 -> 3: they stay. Every
             // function is made again. Processes still running an older build fail their calls
             // from here on (version 1's functions are gone) or run the older functions' rules
             // (version 2's signatures are kept): upgrade them together.
             let mut script = schema.render(DROP_FUNCTIONS);
             if version < 2 {
                 script.push_str(&schema.render(TABLES_2));
+            }
+            if version < 4 {
+                script.push_str(&schema.render(TABLES_4));
             }
             script.push_str(&schema.functions());
             tx.batch_execute(&script).await.map_err(rights)?;
@@ -283,9 +301,46 @@ pub(crate) async fn migrate(client: &mut Client, schema: &Schema) -> Result<(), 
                 .map_err(db)?;
         }
         // Later versions add their steps here, each from the version before it.
+        let missing: Vec<String> = tx
+            .query(RIGHTS, &[&schema.ident])
+            .await
+            .map_err(rights)?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "this role lacks rights the engine uses on schema {:?}: {}; an administrator \
+                 grants what the alkstore-pg README lists under \"Roles and grants\" (for the \
+                 application role)",
+                schema.name,
+                missing.join(", ")
+            ));
+        }
     }
     tx.commit().await.map_err(db)
 }
+
+/// Every right the engine's calls use on an installed schema (`$1`, its quoted identifier),
+/// that the connecting role lacks: one row per missing right, named as a `GRANT` names it.
+/// Checked at `connect`, so that a role missing one is refused there, not on every call after.
+const RIGHTS: &str = "
+WITH s AS (SELECT to_regnamespace($1) AS ns)
+SELECT 'USAGE ON SCHEMA ' || $1 FROM s WHERE NOT has_schema_privilege(s.ns, 'USAGE')
+UNION ALL
+SELECT priv || ' ON ' || $1 || '.' || t FROM s,
+  (VALUES ('meta', 'SELECT'), ('leases', 'SELECT'), ('leases', 'INSERT'), ('leases', 'UPDATE'),
+          ('leases', 'DELETE'), ('waiters', 'SELECT'), ('waiters', 'INSERT'),
+          ('waiters', 'UPDATE'), ('waiters', 'DELETE'), ('cancelled', 'SELECT'),
+          ('cancelled', 'INSERT'), ('cancelled', 'DELETE')) AS r(t, priv)
+ WHERE NOT has_table_privilege(($1 || '.' || t)::regclass, priv)
+UNION ALL
+SELECT priv || ' ON SEQUENCE ' || $1 || '.' || q FROM s,
+  (VALUES ('tokens'), ('arrivals'), ('floor')) AS n(q), (VALUES ('USAGE'), ('UPDATE')) AS r(priv)
+ WHERE NOT has_sequence_privilege(($1 || '.' || q)::regclass, priv)
+UNION ALL
+SELECT 'EXECUTE ON FUNCTION ' || p.oid::regprocedure::text FROM s, pg_proc p
+ WHERE p.pronamespace = s.ns AND NOT has_function_privilege(p.oid, 'EXECUTE')";
 
 #[cfg(test)]
 mod tests {
@@ -296,6 +351,7 @@ mod tests {
         let schema = Schema::new("My-Schema");
         let mut all = schema.render(TABLES_1);
         all.push_str(&schema.render(TABLES_2));
+        all.push_str(&schema.render(TABLES_4));
         all.push_str(&schema.functions());
         all.push_str(&schema.render(DROP_FUNCTIONS));
         for fast in ["try_lock_fast", "release_fast"] {

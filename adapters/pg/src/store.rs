@@ -273,6 +273,7 @@ impl Protocol for Pg {
     fn listener(&self) -> PgListener {
         PgListener::new(
             self.pool.config().clone(),
+            self.pool.pinned(),
             self.schema.channel.clone(),
             self.config.io_timeout(),
         )

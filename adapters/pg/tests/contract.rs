@@ -139,7 +139,7 @@ async fn many_processes_may_install_one_schema_at_once() {
         .unwrap();
     assert_eq!(
         (row.get::<_, i32>(0), row.get::<_, String>(1)),
-        (3, "test".into())
+        (4, "test".into())
     );
 }
 

@@ -1,8 +1,10 @@
 //! `fence()` called first in a user's REPEATABLE READ or SERIALIZABLE transaction is not
-//! failed (40001) by waiters arriving meanwhile (issue 20): a waiter that queues behind others
-//! writes no lease row (the row's `waiting` flag is already set), so the row the fence locks
-//! has no newer version its snapshot cannot see. The waiter's step is held open (slow) while
-//! the fence runs, which made the failure deterministic.
+//! failed (40001) by waiters arriving meanwhile (issue 20): a waiter that queues writes no
+//! lease row (whether a name has waiters is the queue's to say, not a column of the row), so
+//! the row the fence locks has no newer version its snapshot cannot see. The waiter's step is
+//! held open (slow) while the fence runs, which made the failure deterministic: for the first
+//! waiter of a name (which set the row's `waiting` flag up to schema version 3) and for one
+//! queuing behind others.
 
 mod common;
 
@@ -76,6 +78,68 @@ async fn fence_while_a_slow_waiter_queues(level: IsolationLevel) {
     let next = first.await.unwrap().unwrap().unwrap();
     assert!(next.release().await.unwrap());
     drop::<PgLocks>(locks);
+}
+
+/// The first waiter of a name queues in a transaction held open while the holder's fence()
+/// runs first at `level` (the app reviewer's repro: 78 of 200 failed with 40001).
+async fn fence_while_the_first_waiter_queues(level: IsolationLevel) {
+    let locks = common::store().await;
+    let url = common::url();
+    let q = format!("\"{}\"", locks.config().schema());
+    let name = "fence/first";
+    let lock = locks.try_lock(name, "holder", TTL).await.unwrap().unwrap();
+    let mut slow = common::client(&url).await;
+    let step = slow.transaction().await.unwrap();
+    let reply: Vec<i64> = step
+        .query_one(
+            &format!("SELECT {q}.acquire($1, 'w', 30000000, 'first-w', 5000000, -1, 30000000)"),
+            &[&name],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(reply[0], 0, "queued: {reply:?}");
+    let fenced = tokio::spawn({
+        let token = i64::try_from(lock.token()).unwrap();
+        let (sql, url) = (locks.fence_sql(), url.clone());
+        async move {
+            let mut user = common::client(&url).await;
+            let tx = user
+                .build_transaction()
+                .isolation_level(level)
+                .start()
+                .await?;
+            tx.execute(&sql, &[&name, &token]).await?;
+            tx.commit().await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    step.commit().await.unwrap();
+    let result = fenced.await.unwrap();
+    assert!(
+        result.is_ok(),
+        "{level:?}: fence() failed while the first waiter queued: {result:?}"
+    );
+    // The waiter is queued all the same: the release hands the name to it.
+    assert!(lock.release().await.unwrap());
+    let holder = locks.holder(name).await.unwrap();
+    assert_eq!(holder.map(|h| h.owner().to_owned()), Some("w".to_owned()));
+    slow.execute(
+        &format!("SELECT {q}.cancel($1, 'first-w', false)"),
+        &[&name],
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeatable_read_fence_is_not_failed_by_the_first_waiter() {
+    fence_while_the_first_waiter_queues(IsolationLevel::RepeatableRead).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serializable_fence_is_not_failed_by_the_first_waiter() {
+    fence_while_the_first_waiter_queues(IsolationLevel::Serializable).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,10 +18,12 @@ const GRANTS_APP: &str = "GRANT USAGE ON SCHEMA @s TO @r;
 GRANT SELECT ON @s.meta TO @r;
 GRANT SELECT, INSERT, UPDATE, DELETE ON @s.leases, @s.waiters, @s.cancelled TO @r;
 GRANT USAGE, SELECT, UPDATE ON SEQUENCE @s.tokens, @s.arrivals, @s.floor TO @r;
+GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA @s TO @r;
 GRANT SELECT, UPDATE ON @s.test_clock TO @r;";
 
 /// A role that only calls `fence()` before its writes.
-const GRANTS_FENCE: &str = "GRANT USAGE ON SCHEMA @s TO @r;";
+const GRANTS_FENCE: &str = "GRANT USAGE ON SCHEMA @s TO @r;
+GRANT EXECUTE ON FUNCTION @s.fence(text, bigint) TO @r;";
 
 /// A new login role (no superuser, no CREATE on the database): its name and URL.
 async fn role(admin: &tokio_postgres::Client) -> (String, String) {
@@ -179,4 +181,53 @@ async fn an_operator_lists_and_force_releases_with_the_application_grants() {
     let ended = ops.force_release("op/a").await.unwrap().unwrap();
     assert_eq!(ended.token(), lock.token());
     assert!(!lock.is_held().await.unwrap());
+}
+
+/// A schema whose functions PUBLIC may not execute (`ALTER DEFAULT PRIVILEGES .. REVOKE
+/// EXECUTE ON FUNCTIONS FROM PUBLIC`): the README's grants (with EXECUTE) let the application
+/// and the fence-only role work; a role missing a right (here: those on `cancelled`, and
+/// EXECUTE) is refused at `connect`, the error naming each missing right and the README
+/// section, not at every call after a successful connect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_missing_a_right_is_refused_at_connect_naming_it() {
+    let admin = common::client(&common::url()).await;
+    let (config, store) = installed().await;
+    let schema = config.schema().to_owned();
+    admin
+        .batch_execute(&format!(
+            "REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA \"{schema}\" FROM PUBLIC"
+        ))
+        .await
+        .unwrap();
+    // The README's grants: every call works, and the fence-only role's fence() too.
+    let (app, url) = role(&admin).await;
+    grant(&admin, GRANTS_APP, &schema, &app).await;
+    let locks = PgLocks::connect_with(&url, config.clone()).await.unwrap();
+    let lock = locks.try_lock("r/a", "app", TTL).await.unwrap().unwrap();
+    assert!(locks.holder("r/a").await.unwrap().is_some());
+    let (writer, writer_url) = role(&admin).await;
+    grant(&admin, GRANTS_FENCE, &schema, &writer).await;
+    let mut client = common::client(&writer_url).await;
+    let tx = client.transaction().await.unwrap();
+    lock.fence(&tx).await.unwrap();
+    tx.rollback().await.unwrap();
+    assert!(lock.release().await.unwrap());
+    // A role with the table grants but none on `cancelled`, and no EXECUTE.
+    let (short, short_url) = role(&admin).await;
+    let partial = GRANTS_APP
+        .replace(", @s.cancelled", "")
+        .replace("GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA @s TO @r;\n", "");
+    grant(&admin, &partial, &schema, &short).await;
+    let refused = PgLocks::connect_with(&short_url, config.clone())
+        .await
+        .unwrap_err()
+        .to_string();
+    println!("{refused}");
+    assert!(refused.contains("Roles and grants"), "{refused}");
+    assert!(refused.contains("DELETE ON \""), "{refused}");
+    assert!(refused.contains(".cancelled"), "{refused}");
+    assert!(refused.contains("EXECUTE ON FUNCTION"), "{refused}");
+    assert!(refused.contains("try_lock("), "{refused}");
+    assert!(!refused.contains("installing"), "{refused}");
+    drop(store);
 }

@@ -27,11 +27,10 @@ async fn snapshot_of_300k_leases_answers_in_pages() {
                     3600000000, 'r' || i, true, 0
                FROM generate_series(1, {LEASES}) i;
              INSERT INTO {q}.leases (name, long_name, owner, token, deadline, ttl, req, claimed,
-                                     seen, waiting)
+                                     seen)
              VALUES ({q}._k('{long}'), '{long}', 'long-owner', {LEASES} + 1,
                      (extract(epoch FROM clock_timestamp()) * 1000000)::bigint + 3600000000,
-                     3600000000, 'rl', true, 0, false);
-             UPDATE {q}.leases SET waiting = true WHERE name <= 'snap/0000003';
+                     3600000000, 'rl', true, 0);
              INSERT INTO {q}.waiters (id, name, arrival, owner, ttl, wd, hb)
              SELECT 'w' || i, 'snap/' || lpad((1 + i % 3)::text, 7, '0'), {WAITERS} - i,
                     'waiter-' || i, 1000000, 0,

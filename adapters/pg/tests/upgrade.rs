@@ -1,7 +1,7 @@
 //! Schema versions: a schema of version 1 (the pre-release builds of 0.3: no digest keys for
-//! long names, no clock floor, no marks of withdrawn waiters, other functions) or 2 (version
-//! 3's tables, older functions) is upgraded to version 3 in place when a store connects, its
-//! leases and waiters kept.
+//! long names, no clock floor, no marks of withdrawn waiters, other functions), 2 (version
+//! 3's tables, older functions) or 3 (functions without a fixed `search_path`) is upgraded to
+//! version 4 in place when a store connects, its leases and waiters kept.
 //!
 //! The version 1 schema is made from a version 2 one by undoing what `002_tables.sql` does,
 //! dropping every function, and leaving a function of version 1's signature behind.
@@ -58,7 +58,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
     drop(first);
     client.batch_execute(&back_to_version_1(&q)).await.unwrap();
 
-    // Four stores connect at once: one upgrades, the others wait for it and find version 3.
+    // Four stores connect at once: one upgrades, the others wait for it and find version 4.
     let connects: Vec<_> = (0..4)
         .map(|_| {
             let (url, schema) = (url.clone(), schema.clone());
@@ -77,7 +77,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let stale: bool = client
         .query_one(
             &format!("SELECT to_regprocedure('{q}.cancel(text,text)') IS NULL"),
@@ -127,7 +127,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
 }
 
 /// Version 2 (the tables of version 3, functions that rewrote the lease row for every waiter)
-/// gets version 3's functions, its rows kept.
+/// gets version 4's functions, its rows kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_2_schema_gets_the_new_functions() {
     let url = common::url();
@@ -138,8 +138,9 @@ async fn a_version_2_schema_gets_the_new_functions() {
         .unwrap();
     let lock = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
     let client = common::client(&url).await;
-    // Version 2's acquire() wrote `waiting = true` whether or not it was set.
-    let body = "SELECT pg_get_functiondef(p.oid) LIKE '%AND NOT waiting%' FROM pg_proc p \
+    // Version 2's acquire() wrote `waiting = true` whether or not it was set; version 4's
+    // writes nothing on the lease row when a waiter queues.
+    let body = "SELECT pg_get_functiondef(p.oid) LIKE '%pg_catalog.nextval%' FROM pg_proc p \
                 WHERE p.pronamespace = to_regnamespace($1) AND p.proname = 'acquire'";
     let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
     assert!(is_new);
@@ -163,9 +164,55 @@ async fn a_version_2_schema_gets_the_new_functions() {
         .await
         .unwrap()
         .get(0);
-    assert_eq!(version, 3);
+    assert_eq!(version, 4);
     let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
-    assert!(is_new, "version 3's acquire() is installed");
+    assert!(is_new, "version 4's acquire() is installed");
+    assert_eq!(
+        locks.holder("held").await.unwrap().unwrap().token(),
+        lock.token()
+    );
+    assert!(lock.release().await.unwrap());
+}
+
+/// Version 3 (the tables of version 4, functions that resolved `nextval` and
+/// `clock_timestamp` through the caller's `search_path`) gets version 4's functions, each with
+/// `search_path = pg_catalog, pg_temp`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_3_schema_gets_functions_with_a_fixed_search_path() {
+    let url = common::url();
+    let schema = common::fresh_schema();
+    let q = format!("\"{schema}\"");
+    let first = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
+        .await
+        .unwrap();
+    let lock = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
+    drop(first);
+    let client = common::client(&url).await;
+    let unpinned = "SELECT count(*) FROM pg_proc p WHERE p.pronamespace = to_regnamespace($1) \
+                    AND p.proname <> '_k' \
+                    AND NOT coalesce(p.proconfig, '{}') @> '{\"search_path=pg_catalog, pg_temp\"}'";
+    let count: i64 = client.query_one(unpinned, &[&q]).await.unwrap().get(0);
+    assert_eq!(count, 0);
+    client
+        .batch_execute(&format!(
+            "ALTER FUNCTION {q}.try_lock(text, text, bigint, text) RESET search_path; \
+             UPDATE {q}.meta SET version = 3;"
+        ))
+        .await
+        .unwrap();
+    let count: i64 = client.query_one(unpinned, &[&q]).await.unwrap().get(0);
+    assert_eq!(count, 1);
+    let locks = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
+        .await
+        .unwrap();
+    let count: i64 = client.query_one(unpinned, &[&q]).await.unwrap().get(0);
+    assert_eq!(count, 0, "version 4's functions are installed");
+    let version: i32 = client
+        .query_one(&format!("SELECT version FROM {q}.meta"), &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 4);
     assert_eq!(
         locks.holder("held").await.unwrap().unwrap().token(),
         lock.token()

@@ -19,7 +19,7 @@
 CREATE FUNCTION @s@.acquire(p_name text, p_owner text, p_ttl bigint, p_id text,
                             p_wait bigint, p_wd bigint, p_hb bigint)
 RETURNS bigint[]
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_wd bigint;
@@ -53,7 +53,7 @@ BEGIN
       -- The insert may have waited for a transaction deleting the name's last row: lease
       -- time is read again after it, so it is never below the time that one acted at.
       v_now := greatest(v_now, @now_expr@);
-      UPDATE @s@.leases SET token = nextval('@tokens@'), deadline = v_now + p_ttl, seen = v_now
+      UPDATE @s@.leases SET token = pg_catalog.nextval('@tokens@'::pg_catalog.regclass), deadline = v_now + p_ttl, seen = v_now
        WHERE name = p_name
       RETURNING token INTO v_token;
       DELETE FROM @s@.waiters WHERE id = p_id;
@@ -96,12 +96,11 @@ BEGIN
          SET granted = NULL, gdl = NULL,
              arrival = coalesce((SELECT min(arrival) - 1 FROM @s@.waiters
                                   WHERE name = p_name AND granted IS NULL),
-                                nextval('@arrivals@'))
+                                pg_catalog.nextval('@arrivals@'::pg_catalog.regclass))
        WHERE id = p_id;
-      -- Only when it changes: a write that changes nothing would still make a new row version,
-      -- and a fence() in a REPEATABLE READ or SERIALIZABLE transaction fails (40001) on a
-      -- row updated after its snapshot.
-      UPDATE @s@.leases SET waiting = true WHERE name = p_name AND NOT waiting;
+      -- The lease row is not written: the queue itself says that someone waits (the fast
+      -- paths ask @s@._queued after the row's lock), so a fence() in a REPEATABLE READ or
+      -- SERIALIZABLE transaction is never failed (40001) by a waiter arriving.
     END IF;
 
     IF v_queued THEN
@@ -149,12 +148,11 @@ BEGIN
         EXIT body;
       END IF;
       INSERT INTO @s@.waiters (id, name, long_name, arrival, owner, ttl, wd, hb)
-        VALUES (p_id, p_name, v_long, nextval('@arrivals@'), p_owner, p_ttl, v_wd,
-                v_raw + p_hb);
-      -- Only when it changes: a write that changes nothing would still make a new row version,
-      -- and a fence() in a REPEATABLE READ or SERIALIZABLE transaction fails (40001) on a
-      -- row updated after its snapshot.
-      UPDATE @s@.leases SET waiting = true WHERE name = p_name AND NOT waiting;
+        VALUES (p_id, p_name, v_long, pg_catalog.nextval('@arrivals@'::pg_catalog.regclass),
+                p_owner, p_ttl, v_wd, v_raw + p_hb);
+      -- The lease row is not written: the queue itself says that someone waits (the fast
+      -- paths ask @s@._queued after the row's lock), so a fence() in a REPEATABLE READ or
+      -- SERIALIZABLE transaction is never failed (40001) by a waiter arriving.
     END IF;
     -- Queued. No live lease (handed on to a waiter ahead, or free with a fence holding it
     -- off): nothing to wait for but a wake-up or the heartbeat.

@@ -7,7 +7,7 @@
 -- runs later finds it under the same lock and neither grants nor queues. The row is locked
 -- (created if missing) whatever happened before, so the two are ordered either way.
 CREATE FUNCTION @s@.cancel(p_name text, p_id text, p_mark boolean) RETURNS void
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_excl boolean;

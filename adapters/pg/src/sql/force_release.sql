@@ -6,7 +6,7 @@
 -- transaction is open.
 CREATE FUNCTION @s@.force_release(p_name text, OUT o_owner text, OUT o_token bigint,
                                   OUT o_deadline bigint, OUT o_now bigint)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   r @s@.leases;
@@ -37,7 +37,7 @@ BEGIN
       cur := @s@._hand_off(p_name, v_now, v_raw);
       -- Every sleeper of the schema re-checks, so that the old holder's keep_alive and lapsed
       -- find out now rather than at their next renewal or the deadline.
-      PERFORM pg_notify('@chan@', '*');
+      PERFORM pg_catalog.pg_notify('@chan@', '*');
     ELSE
       cur := @s@._settle(p_name, r, v_now, v_raw);
     END IF;

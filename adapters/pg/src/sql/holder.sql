@@ -5,7 +5,7 @@
 -- is live as _live says (snapshot() agrees).
 CREATE FUNCTION @s@.holder(p_name text, OUT o_owner text, OUT o_token bigint,
                            OUT o_deadline bigint, OUT o_now bigint)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   r @s@.leases;

@@ -21,21 +21,25 @@
 -- bytes (a btree entry holds at most about 2.7 KB), a control character (which no lock name
 -- holds) and the SHA-256 of the name in hex. Every function maps its name through it first;
 -- a plain SQL function, inlined into the statements, so the primary key's index is used.
+-- No SET search_path (it would stop the inlining): every function and operator in it is
+-- qualified with pg_catalog instead, so no schema on the caller's search_path can shadow one.
 CREATE FUNCTION @s@._k(p_name text) RETURNS text
 STABLE PARALLEL SAFE LANGUAGE sql AS $fn$
-  SELECT CASE WHEN octet_length(p_name) <= 2000 THEN p_name
-              ELSE E'\x01sha256:' || encode(sha256(convert_to(p_name, 'UTF8')), 'hex') END
+  SELECT CASE WHEN pg_catalog.octet_length(p_name) OPERATOR(pg_catalog.<=) 2000 THEN p_name
+              ELSE E'\x01sha256:' OPERATOR(pg_catalog.||)
+                   pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(p_name, 'UTF8')),
+                                     'hex') END
 $fn$;
 
 -- Raises the schema's floor to p (a lease seen lapsed stays lapsed): waits for the floor's
 -- advisory lock, which its holders keep only until their transaction ends, and take only as
 -- their last step (so no cycle of waits can form).
 CREATE FUNCTION @s@._raise(p bigint) RETURNS void
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  PERFORM pg_advisory_xact_lock(@floorkey@);
+  PERFORM pg_catalog.pg_advisory_xact_lock(@floorkey@);
   IF p > (SELECT last_value FROM @s@.floor) THEN
-    PERFORM setval('@floor@', p);
+    PERFORM pg_catalog.setval('@floor@'::pg_catalog.regclass, p);
   END IF;
 END
 $fn$;
@@ -43,11 +47,11 @@ $fn$;
 -- Moves the floor up to p if nobody else is moving it right now (then they move it to about
 -- the same time): the periodic step, which never waits.
 CREATE FUNCTION @s@._tick(p bigint) RETURNS void
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  IF pg_try_advisory_xact_lock(@floorkey@) THEN
+  IF pg_catalog.pg_try_advisory_xact_lock(@floorkey@) THEN
     IF p > (SELECT last_value FROM @s@.floor) THEN
-      PERFORM setval('@floor@', p);
+      PERFORM pg_catalog.setval('@floor@'::pg_catalog.regclass, p);
     END IF;
   END IF;
 END
@@ -59,7 +63,7 @@ $fn$;
 -- within the lock wait), else FOR NO KEY UPDATE (a fence does not block it; other
 -- operations hold it for well under a millisecond, bounded by the lock_timeout).
 CREATE FUNCTION @s@._lock_row(p_name text, p_excl boolean, p_long text) RETURNS @s@.leases
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   r @s@.leases;
 BEGIN
@@ -87,7 +91,7 @@ $fn$;
 -- With the row of p_name locked FOR NO KEY UPDATE: takes it FOR UPDATE unless a fence holds
 -- it, without waiting. True when this transaction may now grant, hand off or delete.
 CREATE FUNCTION @s@._exclusive(p_name text) RETURNS boolean
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   PERFORM 1 FROM @s@.leases WHERE name = p_name FOR UPDATE SKIP LOCKED;
   RETURN FOUND;
@@ -99,7 +103,7 @@ $fn$;
 -- up was never held by anybody, and counts as lapsed). holder(), snapshot() and every settle
 -- agree through it.
 CREATE FUNCTION @s@._live(r @s@.leases, p_now bigint, p_raw bigint) RETURNS boolean
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   IF r.owner IS NULL OR p_now >= r.deadline THEN
     RETURN false;
@@ -113,14 +117,14 @@ $fn$;
 -- lock gets a larger token than the grant it waited behind.
 CREATE FUNCTION @s@._grant(p_name text, p_owner text, p_ttl bigint, p_req text,
                            p_claimed boolean, p_now bigint) RETURNS @s@.leases
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   r @s@.leases;
 BEGIN
   UPDATE @s@.leases
-     SET owner = p_owner, token = nextval('@tokens@'), deadline = p_now + p_ttl, ttl = p_ttl,
-         req = p_req, claimed = p_claimed, seen = greatest(seen, p_now),
-         waiting = EXISTS (SELECT 1 FROM @s@.waiters w WHERE w.name = p_name AND w.granted IS NULL)
+     SET owner = p_owner, token = pg_catalog.nextval('@tokens@'::pg_catalog.regclass),
+         deadline = p_now + p_ttl, ttl = p_ttl, req = p_req, claimed = p_claimed,
+         seen = greatest(seen, p_now)
    WHERE name = p_name
   RETURNING * INTO r;
   RETURN r;
@@ -132,7 +136,7 @@ $fn$;
 -- (sent at commit). Returns the new lease, or NULL when nobody waits (the caller then grants
 -- or deletes the row).
 CREATE FUNCTION @s@._hand_off(p_name text, p_now bigint, p_raw bigint) RETURNS @s@.leases
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   w @s@.waiters;
   r @s@.leases;
@@ -146,7 +150,7 @@ BEGIN
     IF w.hb > p_raw AND (w.wd = 0 OR p_now < w.wd) THEN
       r := @s@._grant(p_name, w.owner, w.ttl, w.id, false, p_now);
       UPDATE @s@.waiters SET granted = r.token, gdl = r.deadline WHERE id = w.id;
-      PERFORM pg_notify('@chan@', w.id);
+      PERFORM pg_catalog.pg_notify('@chan@', w.id);
       RETURN r;
     END IF;
     DELETE FROM @s@.waiters WHERE id = w.id;
@@ -161,7 +165,7 @@ $fn$;
 -- nobody waits.
 CREATE FUNCTION @s@._settle(p_name text, r @s@.leases, p_now bigint, p_raw bigint)
 RETURNS @s@.leases
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   IF r.owner IS NOT NULL AND NOT r.claimed THEN
     IF p_now < r.deadline
@@ -184,7 +188,7 @@ $fn$;
 CREATE FUNCTION @s@._leave(p_name text, p_id text, r @s@.leases, p_now bigint, p_raw bigint,
                            p_excl boolean)
 RETURNS @s@.leases
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   v_head text;
   cur @s@.leases;
@@ -201,7 +205,7 @@ BEGIN
     SELECT id INTO v_head FROM @s@.waiters
      WHERE name = p_name AND granted IS NULL ORDER BY arrival LIMIT 1;
     IF FOUND THEN
-      PERFORM pg_notify('@chan@', v_head);
+      PERFORM pg_catalog.pg_notify('@chan@', v_head);
     END IF;
   END IF;
   RETURN cur;
@@ -209,14 +213,24 @@ END
 $fn$;
 
 -- The waiter that was handed the lease of p_name picks it up: from now on it is held like any
--- grant; `waiting` is brought up to date. (An UPDATE of non-key columns: FOR NO KEY UPDATE,
--- which a fence does not block.)
+-- grant. (An UPDATE of non-key columns: FOR NO KEY UPDATE, which a fence does not block.)
 CREATE FUNCTION @s@._claim(p_name text) RETURNS void
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
-  UPDATE @s@.leases
-     SET claimed = true,
-         waiting = EXISTS (SELECT 1 FROM @s@.waiters w WHERE w.name = p_name AND w.granted IS NULL)
-   WHERE name = p_name;
+  UPDATE @s@.leases SET claimed = true WHERE name = p_name AND NOT claimed;
+END
+$fn$;
+
+-- Whether waiters are queued for p_name (not counting one handed the lease): what the fast
+-- paths of fast.sql check instead of a column of the lease row, so that a waiter arriving
+-- writes nothing on the row (a fence() in a REPEATABLE READ or SERIALIZABLE transaction is
+-- failed with 40001 by any new version of the row it locks). Called after the row's lock;
+-- VOLATILE plpgsql (never inlined): its query takes a snapshot of its own, which sees a
+-- waiter whose transaction committed after the calling statement's snapshot was taken (a
+-- waiter queues under the row's lock, so one that has not committed holds the lock still).
+CREATE FUNCTION @s@._queued(p_name text) RETURNS boolean
+VOLATILE LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
+BEGIN
+  RETURN EXISTS (SELECT 1 FROM @s@.waiters WHERE name = p_name AND granted IS NULL);
 END
 $fn$;

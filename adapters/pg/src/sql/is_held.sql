@@ -1,7 +1,7 @@
 -- is_held(name, token) -> {1, deadline, now} | {0, 0, now}. Takes no row lock. Finding the
 -- lease lapsed raises the schema's floor to now (it stays lapsed if the clock steps back).
 CREATE FUNCTION @s@.is_held(p_name text, p_token bigint) RETURNS bigint[]
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_dl bigint;

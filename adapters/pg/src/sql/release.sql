@@ -6,7 +6,7 @@
 -- whoever settles the name first (its own next step, at the latest one heartbeat later).
 -- A release that hands the name to nobody does not wait for its WAL flush (see fast.sql).
 CREATE FUNCTION @s@.release(p_name text, p_token bigint) RETURNS bigint
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_out bigint := 0;
@@ -30,14 +30,14 @@ BEGIN
       END IF;
       IF NOT v_excl THEN
         UPDATE @s@.leases SET owner = NULL, seen = greatest(seen, v_now) WHERE name = p_name;
-        PERFORM set_config('synchronous_commit', 'off', true);
+        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
         EXIT body;
       END IF;
       -- The common case, inline: nobody waits (waiters queue only under this row's lock, and
       -- this statement sees every one committed before the lock was taken), so the row goes.
       IF NOT EXISTS (SELECT 1 FROM @s@.waiters WHERE name = p_name) THEN
         DELETE FROM @s@.leases WHERE name = p_name;
-        PERFORM set_config('synchronous_commit', 'off', true);
+        PERFORM pg_catalog.set_config('synchronous_commit', 'off', true);
         EXIT body;
       END IF;
       cur := @s@._hand_off(p_name, v_now, v_raw);

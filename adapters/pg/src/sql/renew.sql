@@ -5,7 +5,7 @@
 -- refusal because the lease lapsed raises the schema's floor to now, so that it stays lapsed
 -- if the server's clock steps back.
 CREATE FUNCTION @s@.renew(p_name text, p_token bigint, p_ttl bigint) RETURNS bigint[]
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_dl bigint;

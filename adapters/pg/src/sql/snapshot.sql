@@ -10,7 +10,7 @@
 CREATE FUNCTION @s@.snapshot_page(p_kind integer, p_after text, p_after_order bigint,
                                   p_limit integer)
 RETURNS TABLE (o_kind integer, o_name text, o_owner text, o_token bigint, o_order bigint)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_read bigint;

@@ -8,7 +8,7 @@
 -- - Marks of withdrawn waiters (`cancelled`) go after ten minutes.
 -- An operation on a deleted name simply creates its row again.
 CREATE FUNCTION @s@.sweep(p_limit integer) RETURNS bigint
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_done bigint := 0;

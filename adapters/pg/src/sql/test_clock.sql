@@ -5,9 +5,9 @@ CREATE TABLE IF NOT EXISTS @s@.test_clock (offset_us bigint NOT NULL);
 INSERT INTO @s@.test_clock SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM @s@.test_clock);
 
 CREATE FUNCTION @s@.advance_test_clock(p_by bigint) RETURNS void
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 BEGIN
   UPDATE @s@.test_clock SET offset_us = offset_us + p_by;
-  PERFORM pg_notify('@chan@', '*');
+  PERFORM pg_catalog.pg_notify('@chan@', '*');
 END
 $fn$;

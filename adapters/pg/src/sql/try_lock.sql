@@ -8,7 +8,7 @@
 -- busy).
 CREATE FUNCTION @s@.try_lock(p_name text, p_owner text, p_ttl bigint, p_req text)
 RETURNS bigint[]
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
   @clock_decl@
   v_token bigint;
@@ -35,7 +35,7 @@ BEGIN
       -- The insert may have waited for a transaction deleting the name's last row: lease
       -- time is read again after it, so it is never below the time that one acted at.
       v_now := greatest(v_now, @now_expr@);
-      UPDATE @s@.leases SET token = nextval('@tokens@'), deadline = v_now + p_ttl, seen = v_now
+      UPDATE @s@.leases SET token = pg_catalog.nextval('@tokens@'::pg_catalog.regclass), deadline = v_now + p_ttl, seen = v_now
        WHERE name = p_name
       RETURNING token INTO v_token;
       v_out := ARRAY[1, v_token, v_now + p_ttl, v_now];
