@@ -38,13 +38,57 @@ pub(crate) async fn check_session(client: &Client, mut other: Client) -> Result<
     let again = backend(client).await?;
     drop(tx);
     if first != again || held == first {
-        return Err(down(
-            "the server connections are shared between clients transaction by transaction \
-             (a pooler such as PgBouncer with pool_mode = transaction or statement): \
-             alkstore-pg keeps state on its connections (settings, prepared statements, \
-             LISTEN); connect it to PostgreSQL directly or through a pool with \
-             pool_mode = session",
-        ));
+        return Err(refused());
     }
     Ok(())
+}
+
+/// The refusal of a transaction (or statement) pooler.
+fn refused() -> LockError {
+    down(
+        "the server connections are shared between clients transaction by transaction \
+         (a pooler such as PgBouncer with pool_mode = transaction or statement): \
+         alkstore-pg keeps state on its connections (settings, prepared statements, \
+         LISTEN); connect it to PostgreSQL directly or through a pool with \
+         pool_mode = session",
+    )
+}
+
+/// What a transaction or statement pooler makes of the schema check that runs before the
+/// pooler check: a prepared statement that another server connection does not know (or
+/// already knows), or PgBouncer's refusal of a transaction block. Such an error is told as
+/// the pooler's refusal (saying what to configure); any other is returned as it is.
+pub(crate) fn explain(err: LockError) -> LockError {
+    match &err {
+        LockError::Unavailable { reason }
+            if (reason.contains("prepared statement \"")
+                && (reason.contains("does not exist") || reason.contains("already exists")))
+                || reason.contains("not allowed in statement pooling mode") =>
+        {
+            refused()
+        }
+        _ => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pooler_error_met_by_the_schema_check_is_told_as_the_pooler_refusal() {
+        for seen in [
+            "postgres: schema \"s\": ERROR: prepared statement \"s102\" does not exist (SQLSTATE 26000)",
+            "postgres: schema \"s\": ERROR: prepared statement \"s0\" already exists (SQLSTATE 42P05)",
+            "postgres: FATAL: transaction blocks not allowed in statement pooling mode",
+        ] {
+            let told = explain(down(seen));
+            assert!(
+                format!("{told}").contains("pool_mode = session"),
+                "{seen}: {told}"
+            );
+        }
+        let other = explain(down("postgres: connection refused"));
+        assert!(format!("{other}").contains("connection refused"), "{other}");
+    }
 }

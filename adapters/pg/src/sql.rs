@@ -336,7 +336,7 @@ SELECT priv || ' ON ' || $1 || '.' || t FROM s,
  WHERE NOT has_table_privilege(($1 || '.' || t)::regclass, priv)
 UNION ALL
 SELECT priv || ' ON SEQUENCE ' || $1 || '.' || q FROM s,
-  (VALUES ('tokens'), ('arrivals'), ('floor')) AS n(q), (VALUES ('USAGE'), ('UPDATE')) AS r(priv)
+  (VALUES ('tokens'), ('arrivals'), ('floor')) AS n(q), (VALUES ('USAGE'), ('SELECT'), ('UPDATE')) AS r(priv)
  WHERE NOT has_sequence_privilege(($1 || '.' || q)::regclass, priv)
 UNION ALL
 SELECT 'EXECUTE ON FUNCTION ' || p.oid::regprocedure::text FROM s, pg_proc p

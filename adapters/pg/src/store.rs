@@ -129,7 +129,8 @@ impl Protocol for Pg {
         };
         tokio::time::timeout(io, migrate)
             .await
-            .map_err(|_| crate::admin::timed_out(&pool, &schema, io))??;
+            .map_err(|_| crate::admin::timed_out(&pool, &schema, io))?
+            .map_err(crate::pooler::explain)?;
         let pool = Arc::new(pool);
         let sweep = crate::sweep::spawn_sweeper(Arc::downgrade(&pool));
         Ok(Pg {

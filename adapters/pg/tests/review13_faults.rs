@@ -110,9 +110,10 @@ fn a_bounded_wait_ends_within_wait_plus_io_timeout_of_its_first_poll() {
     );
 }
 
-/// SIGSTOP with a lease held: lapsed() resolves with Expired at the deadline by the local
-/// estimate (not later), keep_alive ends within one io_timeout of a renewal it could not
-/// make (never past the deadline), and after SIGCONT the same store works.
+/// SIGSTOP with a lease held: keep_alive keeps asking while the deadline is ahead (a
+/// renewal that got no answer says nothing about the lease) and ends with Expired at the
+/// deadline by the local estimate, never past it; lapsed() resolves with Expired at the
+/// deadline too (not later), and after SIGCONT the same store works.
 #[test]
 fn lapsed_and_keep_alive_under_a_stopped_server() {
     let cluster = PgCluster::start(5453);
@@ -134,14 +135,13 @@ fn lapsed_and_keep_alive_under_a_stopped_server() {
     });
     cluster.resume();
     assert!(
-        matches!(
-            why_kept,
-            LockError::Unavailable { .. } | LockError::Expired { .. }
-        ),
+        matches!(why_kept, LockError::Expired { .. }),
         "{why_kept:?}"
     );
+    // Started at the grant: it ends at the 3 s deadline (by the local estimate, which errs
+    // early by up to a round trip), not before its renewals had the whole lease to try.
     assert!(
-        kept_for <= ms(1000) + io + ms(200),
+        kept_for >= ms(2500) && kept_for <= ms(3000) + ms(200),
         "keep_alive ended after {kept_for:?}"
     );
     assert!(
@@ -149,7 +149,7 @@ fn lapsed_and_keep_alive_under_a_stopped_server() {
         "{why_lapsed:?}"
     );
     assert!(
-        lapsed_at >= ms(2700) && lapsed_at <= ms(3300),
+        lapsed_at >= ms(2500) && lapsed_at <= ms(3300),
         "lapsed() at {lapsed_at:?} for a 3 s lease"
     );
     rt.block_on(async {
