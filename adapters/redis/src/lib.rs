@@ -27,8 +27,9 @@
 //!   the server's clock did not step back by more than the time the restart took, and for
 //!   the same reason across a failover to a replica whose clock reads later than the old
 //!   master's did at its last grant. A failover to a replica that missed the last writes
-//!   **can grant a name that was held** (within one replication lag): fencing then refuses
-//!   the stale holder's writes, by the token order above. To close that window, set
+//!   **can grant a name that was held** (within one replication lag plus the clients' move
+//!   to the new master): fencing then refuses the stale holder's writes made after the new
+//!   holder's, by the token order above (a stale write made first is accepted). To close that window, set
 //!   [`RedisConfig::with_replica_ack`]: a grant or renewal is acknowledged by that many
 //!   replicas (`WAIT`) before the caller is told it holds the lock, else `Unavailable` and
 //!   the grant is withdrawn.
