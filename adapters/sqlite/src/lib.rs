@@ -76,6 +76,7 @@ mod config;
 mod db;
 mod engine;
 mod fence;
+mod lease;
 mod listen;
 mod location;
 mod ops;

@@ -19,17 +19,8 @@ use alkstore_kit::Grant;
 use alkstore_mem::{LeaseInfo, Timestamp};
 use rusqlite::{OptionalExtension, params};
 
-use crate::db::Tx;
-
-/// A lease row.
-#[derive(Clone, Debug)]
-pub(crate) struct Lease {
-    pub(crate) owner: Option<String>,
-    pub(crate) token: i64,
-    pub(crate) deadline: i64,
-    pub(crate) req: Option<String>,
-    pub(crate) claimed: bool,
-}
+use crate::lease::Lease;
+use crate::tx::Tx;
 
 /// A queue's first entry: id, owner, ttl, wait deadline, heartbeat expiry.
 pub(crate) type Head = (String, String, i64, i64, i64);

@@ -5,7 +5,7 @@
 use rusqlite::{Connection, params};
 
 use crate::busy::wall_us;
-use crate::queue::Lease;
+use crate::lease::Lease;
 use crate::schema::Sql;
 
 /// One operation's transaction: the statements, the lease clock, the state row.

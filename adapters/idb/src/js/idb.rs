@@ -24,7 +24,7 @@ use super::open::open_db;
 use super::pipeline::Lane;
 use super::presence::{self, Presence};
 use super::slot::Slot;
-use super::txn::{self, Job, Pipeline, TxEnv};
+use super::txn::{self, Job, Pipeline, TxEnv, TxFuture};
 use super::watchdog::{Watchdog, Watched};
 use crate::sys::{Answer, Scope, TxError};
 use crate::unavailable;
@@ -287,6 +287,33 @@ impl Drop for Database {
                 let f = handler.as_ref().unchecked_ref();
                 let _ = target.remove_event_listener_with_callback("pagehide", f);
             }
+        }
+    }
+}
+
+impl Database {
+    /// Runs `job` in one `readwrite` transaction over the rows of its scope: created now if
+    /// no transaction of this context is in flight on the database, else once the ones made
+    /// before it have ended (see the module docs). Transactions run in the order of these
+    /// calls, polled or not, across the stores of the database in this context; the
+    /// returned future only waits for the answer.
+    pub(crate) fn transact<R: 'static>(self: &Rc<Self>, job: Job<R>) -> TxFuture<R> {
+        let slot = Slot::new();
+        let answer = Rc::clone(&slot);
+        let this = Rc::clone(self);
+        self.lane.enqueue(Box::new(move |failed| match failed {
+            None => this.launch(job, slot),
+            Some(e) => slot.fill(Err(e.clone())),
+        }));
+        TxFuture(answer)
+    }
+
+    /// Creates the transaction now, or once the connection is open again.
+    fn launch<R: 'static>(self: &Rc<Self>, job: Job<R>, slot: Rc<Slot<Answer<R>>>) {
+        let db = self.db.borrow().clone();
+        match db {
+            Some(db) => self.start(&db, job, slot),
+            None => self.defer(job, slot),
         }
     }
 }

@@ -15,15 +15,13 @@ use core::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::{Rc, Weak};
 
-use super::idb::Database;
-use super::slot::Slot;
-use super::txn::{Job, Pipeline, TxFuture};
-use crate::sys::{Answer, TxError};
+use super::txn::Pipeline;
+use crate::sys::TxError;
 use crate::unavailable;
 
 /// A transaction waiting for the one in flight to end: started with `None`, failed with the
 /// error. It holds its store's database, so that it runs even if the store is dropped.
-type Queued = Box<dyn FnOnce(Option<&TxError>)>;
+pub(crate) type Queued = Box<dyn FnOnce(Option<&TxError>)>;
 
 thread_local! {
     /// The lanes of this context, by database name.
@@ -55,6 +53,13 @@ impl Lane {
             lanes.insert(name.to_owned(), Rc::downgrade(&lane));
             lane
         })
+    }
+
+    /// Adds `queued` to the backlog (in call order) and starts it at once if no
+    /// transaction of this context is in flight on the database.
+    pub(crate) fn enqueue(&self, queued: Queued) {
+        self.backlog.borrow_mut().push_back(queued);
+        self.pump();
     }
 
     /// Starts the next transaction of the backlog unless one is in flight. Not re-entered:
@@ -108,36 +113,5 @@ impl Pipeline for Lane {
 
     fn timed_out(&self, error: &TxError) {
         self.fail_backlog(error);
-    }
-}
-
-impl Database {
-    /// Runs `job` in one `readwrite` transaction over the rows of its scope: created now if
-    /// no transaction of this context is in flight on the database, else once the ones made
-    /// before it have ended (see the module docs). Transactions run in the order of these
-    /// calls, polled or not, across the stores of the database in this context; the
-    /// returned future only waits for the answer.
-    pub(crate) fn transact<R: 'static>(self: &Rc<Self>, job: Job<R>) -> TxFuture<R> {
-        let slot = Slot::new();
-        let answer = Rc::clone(&slot);
-        let this = Rc::clone(self);
-        self.lane
-            .backlog
-            .borrow_mut()
-            .push_back(Box::new(move |failed| match failed {
-                None => this.launch(job, slot),
-                Some(e) => slot.fill(Err(e.clone())),
-            }));
-        self.lane.pump();
-        TxFuture(answer)
-    }
-
-    /// Creates the transaction now, or once the connection is open again.
-    fn launch<R: 'static>(self: &Rc<Self>, job: Job<R>, slot: Rc<Slot<Answer<R>>>) {
-        let db = self.db.borrow().clone();
-        match db {
-            Some(db) => self.start(&db, job, slot),
-            None => self.defer(job, slot),
-        }
     }
 }
