@@ -11,18 +11,8 @@
 //! sent to the target by `ASK` would see the keys not yet moved as absent, and could grant a
 //! name that is held.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
-
 use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
-use redis::cluster::ClusterClientBuilder;
-
-use crate::client::redacted;
-use crate::config::RedisConfig;
-use crate::conn::Conn;
-use crate::source::{ClusterSource, Source};
-use crate::store::Redis;
 
 /// The scheme of a URL that names a cluster's seed nodes.
 pub(crate) const SCHEME: &str = "redis+cluster";
@@ -86,85 +76,6 @@ pub(crate) fn hash_slot(key: &[u8]) -> u16 {
         }
     }
     crc % 16384
-}
-
-impl Redis {
-    /// Connects to the Redis Cluster whose seed nodes are `urls` (`redis://host:port` each;
-    /// one reachable node is enough, the others are found from it) within the `io_timeout`:
-    /// the same as `RedisLocks::connect_with("redis+cluster://host:port,host:port", config)`.
-    /// Wrap it with [`RedisLocks::from_engine`](alkstore_kit::Locks::from_engine).
-    /// [`LockError::Unavailable`] when no node answers, a URL is invalid, the namespace is
-    /// (see [`RedisConfig::with_namespace`]), or a TLS root CA is set (no TLS in a cluster in
-    /// this version).
-    ///
-    /// # Example
-    /// ```no_run
-    /// use alkstore_redis::{Redis, RedisConfig, RedisLocks};
-    ///
-    /// # async fn run() -> Result<(), alkstore_redis::alkstore_mem::LockError> {
-    /// let urls = ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"];
-    /// let engine = Redis::connect_cluster(&urls, RedisConfig::new().with_namespace("billing")).await?;
-    /// let locks = RedisLocks::from_engine(engine);
-    /// # drop(locks);
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub async fn connect_cluster(
-        urls: &[impl AsRef<str>],
-        config: RedisConfig,
-    ) -> Result<Redis, LockError> {
-        Redis::checked(&config)?;
-        let urls: Vec<String> = urls.iter().map(|u| u.as_ref().to_owned()).collect();
-        let (conn, source) = open_cluster(&urls, &config).await?;
-        Ok(Redis::from_parts(conn, source, config))
-    }
-}
-
-/// Connects to the cluster whose seed nodes are `urls` (`redis://host:port` each) within
-/// the `io_timeout`.
-pub(crate) async fn open_cluster(
-    urls: &[String],
-    config: &RedisConfig,
-) -> Result<(Conn, Source), LockError> {
-    let shown = urls
-        .iter()
-        .map(|u| redacted(u))
-        .collect::<Vec<_>>()
-        .join(",");
-    if urls.is_empty() {
-        return Err(unavailable("a Redis Cluster needs at least one seed node"));
-    }
-    if config.tls_root_ca().is_some() {
-        return Err(unavailable(
-            "invalid RedisConfig: a TLS root CA is set, but a cluster has no TLS in this version",
-        ));
-    }
-    let io = config.io_timeout();
-    let invalid = |e: redis::RedisError| unavailable(format!("invalid cluster url {shown}: {e}"));
-    let client = ClusterClientBuilder::new(urls.to_vec())
-        .connection_timeout(io)
-        .response_timeout(io)
-        .build()
-        .map_err(invalid)?;
-    let seeds = urls
-        .iter()
-        .map(|u| redis::Client::open(u.as_str()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(invalid)?;
-    let conn = tokio::time::timeout(io, client.get_async_connection())
-        .await
-        .map_err(|_| {
-            unavailable(format!(
-                "could not connect to the cluster {shown} within {io:?}"
-            ))
-        })?
-        .map_err(|e| unavailable(format!("could not connect to the cluster {shown}: {e}")))?;
-    let source = ClusterSource {
-        client,
-        seeds,
-        next_seed: AtomicUsize::new(0),
-    };
-    Ok((Conn::Cluster(conn), Source::Cluster(Arc::new(source))))
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use redis::RedisResult;
 
-use crate::conn::Conn;
 use crate::sentinel::Sentinels;
 
 /// Where connections go; cheap to clone.
@@ -51,25 +50,6 @@ impl Source {
                 cluster.seeds.get(at).cloned().ok_or_else(|| {
                     redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "no seed"))
                 })
-            }
-        }
-    }
-
-    /// A new connection of its own (for a clean-up on another runtime).
-    pub(crate) async fn connection(&self) -> RedisResult<Conn> {
-        match self {
-            Source::Server(client) => Ok(Conn::Plain(
-                client.get_multiplexed_async_connection().await?,
-            )),
-            Source::Sentinel(sentinels) => Ok(Conn::Plain(
-                sentinels
-                    .master()
-                    .await?
-                    .get_multiplexed_async_connection()
-                    .await?,
-            )),
-            Source::Cluster(cluster) => {
-                Ok(Conn::Cluster(cluster.client.get_async_connection().await?))
             }
         }
     }
