@@ -245,6 +245,11 @@ impl Protocol for Sqlite {
             .await;
         match answer {
             Ok(reply) => Ok(reply),
+            // No wait at all (`acquire(..).timeout(ZERO)`): answered exactly as `try_lock`,
+            // which says the file could not be read, not that the name is held.
+            Err(err @ DbError::Busy(_)) if wait_left.is_some_and(|left| left.is_zero()) => {
+                Err(err.into_lock_error())
+            }
             // Somebody's transaction (a fence, most likely) holds the write lock: the waiter
             // keeps its place and tries again after a short pause.
             Err(DbError::Busy(_)) => Ok(StepReply::Locked),

@@ -294,6 +294,12 @@ fn a_connection_holding_the_write_lock_forever_gives_unavailable_within_the_io_t
         assert!(reason.contains("locked by another connection"), "{reason}");
         assert!(took <= io + Duration::from_millis(100), "{took:?}");
         eprintln!("Unavailable after {took:?} (io_timeout {io:?})");
+        // A zero wait answers exactly as try_lock (was `Ok(None)`, as if the name were held).
+        let zero = locks.acquire("x", "o", TTL).timeout(Duration::ZERO).await;
+        assert!(
+            matches!(zero, Err(LockError::Unavailable { .. })),
+            "{zero:?}"
+        );
         // A waiting acquire keeps trying and gets it once the writer is gone.
         let waiting = tokio::spawn({
             let locks = locks.clone();
