@@ -6,12 +6,10 @@
 //! empty (dropping the future, and with it the clone) before they take the handle out and
 //! unwrap it. `renew(&mut self)` pauses the running watches the same way, renews the handle
 //! it then owns alone, puts it back and starts the paused watches again on it: the promise a
-//! watch handed out stays the same across renewals.
+//! watch handed out stays the same across renewals. The watches themselves are in
+//! `watch.rs`.
 
 use core::cell::{Cell, RefCell};
-use core::future::{Future, poll_fn};
-use core::pin::Pin;
-use core::task::{Poll, Waker};
 use core::time::Duration;
 use std::rc::Rc;
 
@@ -21,8 +19,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
 use crate::error::{epoch_ms, err, ms, released, token_js};
-
-type Local<T> = Pin<Box<dyn Future<Output = T>>>;
+use crate::watch::{Kind, Watch};
 
 /// Where the handle is.
 enum Hold {
@@ -32,51 +29,6 @@ enum Hold {
     Renewing,
     /// Released or detached.
     Gone,
-}
-
-/// What a watch runs.
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    /// `keep_alive(every)`.
-    KeepAlive(Duration),
-    /// `lapsed()`.
-    Lapsed,
-}
-
-/// A watch's future, paused while a renewal runs, stopped by release.
-enum State {
-    Running(Local<LockError>),
-    Paused,
-    Stopped,
-}
-
-struct Watch {
-    kind: Kind,
-    state: RefCell<State>,
-    waker: Cell<Option<Waker>>,
-}
-
-impl Watch {
-    /// Replaces the state, dropping the old future outside the borrow, and wakes the driver.
-    fn set(&self, state: State) {
-        let old = self.state.replace(state);
-        drop(old);
-        if let Some(w) = self.waker.take() {
-            w.wake();
-        }
-    }
-
-    fn is_stopped(&self) -> bool {
-        matches!(*self.state.borrow(), State::Stopped)
-    }
-}
-
-/// The future a watch of `kind` runs on `lock`.
-fn watch_future(lock: Rc<IdbLock>, kind: Kind) -> Local<LockError> {
-    match kind {
-        Kind::KeepAlive(every) => Box::pin(async move { lock.keep_alive(every).await }),
-        Kind::Lapsed => Box::pin(async move { lock.lapsed().await }),
-    }
 }
 
 struct Inner {
@@ -105,7 +57,7 @@ impl Inner {
     fn stop_watches(&self) {
         let watches = core::mem::take(&mut *self.watches.borrow_mut());
         for w in watches {
-            w.set(State::Stopped);
+            w.stop();
         }
     }
 
@@ -194,39 +146,13 @@ impl RawLease {
             };
             return Promise::reject(&why);
         };
-        let watch = Rc::new(Watch {
-            kind,
-            state: RefCell::new(State::Running(watch_future(lock, kind))),
-            waker: Cell::new(None),
-        });
+        let watch = Watch::start(lock, kind);
         {
             let mut watches = self.inner.watches.borrow_mut();
             watches.retain(|w| !w.is_stopped());
             watches.push(Rc::clone(&watch));
         }
-        future_to_promise(async move {
-            let out = poll_fn(|cx| {
-                watch.waker.set(Some(cx.waker().clone()));
-                let mut state = watch.state.borrow_mut();
-                let State::Running(fut) = &mut *state else {
-                    return match *state {
-                        State::Stopped => Poll::Ready(None),
-                        _ => Poll::Pending,
-                    };
-                };
-                match fut.as_mut().poll(cx) {
-                    Poll::Ready(why) => {
-                        let old = core::mem::replace(&mut *state, State::Stopped);
-                        drop(state);
-                        drop(old);
-                        Poll::Ready(Some(why))
-                    }
-                    Poll::Pending => Poll::Pending,
-                }
-            })
-            .await;
-            Ok(out.map_or(JsValue::NULL, err))
-        })
+        watch.promise()
     }
 }
 
@@ -312,9 +238,7 @@ impl RawLease {
         // A running keepAlive could not keep the shorter ttl: refuse it here, not as a
         // keepAlive that ends later as if the lease were lost.
         let (ttl, io) = (ms(ttl_ms), self.inner.io_timeout);
-        let keeping = self.inner.watches().iter().any(|w| {
-            matches!(w.kind, Kind::KeepAlive(_)) && matches!(*w.state.borrow(), State::Running(_))
-        });
+        let keeping = self.inner.watches().iter().any(|w| w.is_keeping_alive());
         if keeping && ttl < io.saturating_mul(2) {
             let problem = TtlProblem::TooShortToKeepAlive { io_timeout: io };
             return Promise::reject(&err(LockError::InvalidTtl { ttl, problem }));
@@ -324,16 +248,12 @@ impl RawLease {
         let inner = Rc::clone(&self.inner);
         let watches = inner.watches();
         for w in &watches {
-            if matches!(*w.state.borrow(), State::Running(_)) {
-                w.set(State::Paused);
-            }
+            w.pause();
         }
         let resume = move |inner: &Inner, lock: Rc<IdbLock>| {
             inner.remember(&lock);
             for w in &watches {
-                if matches!(*w.state.borrow(), State::Paused) {
-                    w.set(State::Running(watch_future(Rc::clone(&lock), w.kind)));
-                }
+                w.resume(&lock);
             }
             *inner.hold.borrow_mut() = Hold::Here(lock);
         };

@@ -16,10 +16,10 @@
 //!   `forceRelease`).
 //! - `RawPending`: a waiting `acquire` driven in the background; `cancel()` drops its future
 //!   (its ticket leaves the queue, a lease already handed to it goes on).
-//! - `RawLease`: a held `IdbLock` in an `Rc<RefCell<Option<..>>>`, so that `release()` can
-//!   take it (`release(self)` in Rust) while `keepAlive()` and `lapsed()` (`&self`) run as
-//!   spawned futures that `release()` stops first; `renew()` pauses a running keep-alive and
-//!   resumes it on the new ttl.
+//! - `RawLease`: a held `IdbLock` in an `Rc` inside a `RefCell`, so that `release()` can
+//!   take it (`release(self)` in Rust) while `keepAlive()` and `lapsed()` (`&self`, the
+//!   watches of `watch.rs`) run as spawned futures that `release()` stops first; `renew()`
+//!   pauses a running keep-alive and resumes it on the new ttl.
 //! - `Fence`: the core's `Fence`, for the resource a lock protects.
 //!
 //! Browser only: natively this crate is empty (it compiles, for `cargo check --workspace`).
@@ -34,6 +34,8 @@ mod fence;
 mod lease;
 #[cfg(target_arch = "wasm32")]
 mod locks;
+#[cfg(target_arch = "wasm32")]
+mod watch;
 
 #[cfg(target_arch = "wasm32")]
 pub use fence::Fence;
