@@ -11,8 +11,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::task::{Context, Wake, Waker};
 use std::time::Duration;
 
-use alkstore_kit::Locks;
+use alkstore_kit::{Lock, Locks};
+use alkstore_mem::LockError;
 use model::{Model, secs, store_delayed as store};
+use tokio::task::JoinHandle;
 
 /// A waker that cancels a sibling future when it is woken (as an executor that tears down
 /// a `select!`'s losers from its wake-up does), and reports each wake-up.
@@ -93,23 +95,13 @@ async fn a_listener_that_fails_at_once_is_restarted_with_backoff() {
         .await
         .unwrap()
         .unwrap();
-    let waiter = tokio::spawn({
-        let locks = locks.clone();
-        async move { locks.acquire("job", "w", secs(60)).await }
-    });
+    let waiter = waiting_for_job(&locks);
     tokio::time::sleep(secs(10)).await;
     let listens = locks.engine().listens.load(SeqCst);
     // 20 + 40 + ... + 500 ms, then one every 500 ms: about 25 in 10 s.
     assert!((5..=30).contains(&listens), "{listens} listens in 10 s");
     // With no wake-up, the hand-off is found at the waiter's next heartbeat (1 s).
-    assert!(holder.release().await.unwrap());
-    let lock = tokio::time::timeout(secs(2), waiter)
-        .await
-        .expect("served by its heartbeat")
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(lock.owner(), "w");
+    handed_to_waiter(holder, waiter, secs(2), "by its heartbeat").await;
 }
 
 /// Checked sound: once the store's last clone and every handle, waiter and watch are gone,
@@ -158,7 +150,7 @@ async fn dropping_the_store_and_its_waiters_leaves_no_task() {
 #[test]
 fn the_listener_runs_on_the_stores_runtime_not_the_first_sleepers() {
     let main = model::runtime(2);
-    let locks = main.block_on(async { model::store_with(secs(1), Some(secs(60))).await });
+    let locks = main.block_on(slow_heartbeat_store());
     let other = main
         .block_on(locks.try_lock("other", "h", secs(600)))
         .unwrap()
@@ -179,22 +171,42 @@ fn the_listener_runs_on_the_stores_runtime_not_the_first_sleepers() {
     drop(side);
 }
 
-/// Releases `holder` ("job") while "w" waits for it: the hand-off's wake-up reaches it
-/// within 10 s (not its 60 s heartbeat).
-async fn hands_off_to_a_waiter(locks: &Locks<Model>, holder: alkstore_kit::Lock<Model>) {
-    let waiter = tokio::spawn({
-        let locks = locks.clone();
-        async move { locks.acquire("job", "w", secs(60)).await }
-    });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+/// A store whose waiters' heartbeat is 60 s: within a test's 10 s, only a wake-up serves
+/// them.
+async fn slow_heartbeat_store() -> Locks<Model> {
+    model::store_with(secs(1), Some(secs(60))).await
+}
+
+/// "w" waiting for "job" (ttl 60 s), in a task of its own on the current runtime.
+fn waiting_for_job(locks: &Locks<Model>) -> JoinHandle<Result<Option<Lock<Model>>, LockError>> {
+    let locks = locks.clone();
+    tokio::spawn(async move { locks.acquire("job", "w", secs(60)).await })
+}
+
+/// Releases `holder` ("job") and checks that `waiter` (from [`waiting_for_job`]) is handed
+/// the lease within `within`, served `by` what the test expects.
+async fn handed_to_waiter(
+    holder: Lock<Model>,
+    waiter: JoinHandle<Result<Option<Lock<Model>>, LockError>>,
+    within: Duration,
+    by: &str,
+) {
     assert!(holder.release().await.unwrap());
-    let lock = tokio::time::timeout(secs(10), waiter)
+    let lock = tokio::time::timeout(within, waiter)
         .await
-        .expect("the hand-off's wake-up reached the waiter")
+        .unwrap_or_else(|_| panic!("the waiter was not served {by} within {within:?}"))
         .unwrap()
         .unwrap()
         .unwrap();
     assert_eq!(lock.owner(), "w");
+}
+
+/// Releases `holder` ("job") while "w" waits for it: the hand-off's wake-up reaches it
+/// within 10 s (not its 60 s heartbeat).
+async fn hands_off_to_a_waiter(locks: &Locks<Model>, holder: Lock<Model>) {
+    let waiter = waiting_for_job(locks);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handed_to_waiter(holder, waiter, secs(10), "by the hand-off's wake-up").await;
 }
 
 /// And once the store's runtime has shut down, the listener runs on the current one.
@@ -204,7 +216,7 @@ fn once_the_stores_runtime_is_gone_the_listener_runs_on_the_current_one() {
         .enable_all()
         .build()
         .unwrap();
-    let locks = first.block_on(async { model::store_with(secs(1), Some(secs(60))).await });
+    let locks = first.block_on(slow_heartbeat_store());
     drop(first);
     let second = model::runtime(2);
     second.block_on(async {
@@ -236,7 +248,7 @@ impl Wake for Panicking {
 #[test]
 fn a_waker_that_panics_does_not_end_the_listener() {
     let runtime = model::runtime(2);
-    let locks = runtime.block_on(async { model::store_with(secs(1), Some(secs(60))).await });
+    let locks = runtime.block_on(slow_heartbeat_store());
     let _other = runtime
         .block_on(locks.try_lock("other", "h", secs(600)))
         .unwrap()
@@ -258,25 +270,18 @@ fn a_waker_that_panics_does_not_end_the_listener() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let waiter = runtime.spawn({
-        let locks = locks.clone();
-        async move { locks.acquire("job", "w", secs(60)).await }
-    });
+    let waiter = waiting_for_job(&locks);
     std::thread::sleep(Duration::from_millis(100));
     panicking.0.store(true, Ordering::SeqCst);
     // Everybody re-checks: the bad waker panics in the listener.
     futures_lite::future::block_on(locks.advance_test_clock(Duration::ZERO)).unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    runtime.block_on(async {
-        assert!(holder.release().await.unwrap());
-        let lock = tokio::time::timeout(secs(10), waiter)
-            .await
-            .expect("the hand-off's wake-up reached the waiter")
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        assert_eq!(lock.owner(), "w");
-    });
+    runtime.block_on(handed_to_waiter(
+        holder,
+        waiter,
+        secs(10),
+        "by the hand-off's wake-up",
+    ));
     panicking.0.store(false, Ordering::SeqCst);
     drop(bad);
 }
@@ -287,26 +292,16 @@ fn a_waker_that_panics_does_not_end_the_listener() {
 /// panic is now one more failed subscription: the listener runs again after its backoff.
 #[tokio::test(start_paused = true)]
 async fn a_listener_that_panics_is_restarted() {
-    let locks = model::store_with(secs(1), Some(secs(60))).await;
+    let locks = slow_heartbeat_store().await;
     let holder = locks
         .try_lock("job", "h", secs(600))
         .await
         .unwrap()
         .unwrap();
-    let waiter = tokio::spawn({
-        let locks = locks.clone();
-        async move { locks.acquire("job", "w", secs(60)).await }
-    });
+    let waiter = waiting_for_job(&locks);
     tokio::time::sleep(Duration::from_millis(100)).await;
     locks.engine().break_listener();
     locks.advance_test_clock(Duration::ZERO).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(holder.release().await.unwrap());
-    let lock = tokio::time::timeout(secs(10), waiter)
-        .await
-        .expect("the hand-off's wake-up reached the waiter")
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(lock.owner(), "w");
+    handed_to_waiter(holder, waiter, secs(10), "by the hand-off's wake-up").await;
 }
