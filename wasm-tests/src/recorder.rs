@@ -1,11 +1,17 @@
 //! [`Recorder`]: a `tracing` subscriber that keeps every `alkstore` event, for the engines'
-//! tests of their `tracing` feature (natively).
+//! tests of their `tracing` feature (natively); [`PanicOnGrant`]: one that panics on a
+//! grant, for their tests that a panicking subscriber does not strand one.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
+
+// The core's own file, which its tests include too (they cannot depend on this crate).
+#[path = "../../core/tests/support/panic_on_grant.rs"]
+mod panic_on_grant;
+pub use panic_on_grant::{PanicOnGrant, grant_event, sees_grants};
 
 /// One event as the subscriber saw it: its fields (the message among them) as text.
 #[derive(Debug, Default, Clone)]
