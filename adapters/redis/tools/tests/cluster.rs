@@ -5,72 +5,16 @@
 //! name); then the slot's master is killed and its replica takes over. Leases, waiters
 //! (woken by pub/sub: their heartbeat is 20 s) and token order survive both.
 
+mod common;
+
 use std::time::Duration;
 
 use alkstore_kit_harness::support;
 use alkstore_redis::alkstore_mem::LockError;
-use alkstore_redis::{Redis, RedisConfig, RedisLock, RedisLocks};
+use alkstore_redis::{Redis, RedisConfig, RedisLocks};
 use alkstore_redis_tools::cluster::ClusterSet;
 use alkstore_redis_tools::server::{cli, wait_for};
-
-const TTL: Duration = Duration::from_secs(60);
-
-fn config(ns: &str) -> RedisConfig {
-    RedisConfig::new()
-        .with_namespace(ns)
-        .with_io_timeout(Duration::from_secs(10))
-        .with_waiter_heartbeat(Duration::from_secs(20))
-}
-
-/// A waiter on `name`, queued (seen on the slot's master) before this returns.
-async fn queued_waiter(
-    set: &ClusterSet,
-    locks: &RedisLocks,
-    ns: &str,
-    name: &str,
-) -> tokio::task::JoinHandle<Result<Option<RedisLock>, LockError>> {
-    let waiter = tokio::spawn(
-        locks
-            .acquire(name, "waiter", TTL)
-            .timeout(Duration::from_secs(120)),
-    );
-    let queue = format!("{{{ns}}}:queue:{name}");
-    let slot = set.slot(&queue);
-    tokio::task::block_in_place(|| {
-        wait_for("the waiter queued", Duration::from_secs(10), || {
-            cli(set.owner(slot).port, &["ZCARD", &queue]).trim() == "1"
-        });
-    });
-    waiter
-}
-
-/// Releases `held` and checks that the waiter is handed the lease (woken by pub/sub: its
-/// heartbeat is 20 s) with a larger token.
-async fn hand_off(
-    held: RedisLock,
-    waiter: tokio::task::JoinHandle<Result<Option<RedisLock>, LockError>>,
-) -> u64 {
-    if waiter.is_finished() {
-        panic!("the waiter ended before the release: {:?}", waiter.await);
-    }
-    let token = held.token();
-    let started = tokio::time::Instant::now();
-    assert!(held.release().await.unwrap());
-    let handed = waiter
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("the waiter is served");
-    assert_eq!(handed.owner(), "waiter");
-    assert!(handed.token() > token);
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "woken by pub/sub, not by its 20 s heartbeat"
-    );
-    let token = handed.token();
-    assert!(handed.release().await.unwrap());
-    token
-}
+use common::{TTL, config, hand_off, queued_waiter};
 
 #[test]
 fn a_cluster_keeps_leases_and_waiters_across_a_slot_move_and_a_master_killed() {
@@ -87,7 +31,7 @@ fn a_cluster_keeps_leases_and_waiters_across_a_slot_move_and_a_master_killed() {
 
         // --- The slot moves while "a" is held and a waiter waits.
         let mut held = locks.try_lock("a", "holder", TTL).await.unwrap().unwrap();
-        let waiter = queued_waiter(&set, &locks, &ns, "a").await;
+        let waiter = queued_waiter(&locks, &ns, "a", |q| set.owner(set.slot(q)).port).await;
         let from = set.owner(slot);
         let to = set.masters().into_iter().find(|m| m.id != from.id).unwrap();
         tokio::task::block_in_place(|| {
@@ -121,7 +65,7 @@ fn a_cluster_keeps_leases_and_waiters_across_a_slot_move_and_a_master_killed() {
         // --- The slot's master is killed; its replica takes over.
         let held = locks.try_lock("b", "holder", TTL).await.unwrap().unwrap();
         assert!(held.token() > token);
-        let waiter = queued_waiter(&set, &locks, &ns, "b").await;
+        let waiter = queued_waiter(&locks, &ns, "b", |q| set.owner(set.slot(q)).port).await;
         let master = set.owner(slot);
         let replica = set.replica_of(&master.id);
         // Replication is asynchronous: wait until the replica has all the master wrote.

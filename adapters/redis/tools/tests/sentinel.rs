@@ -6,6 +6,8 @@
 //! heartbeat is 20 s, so nothing else could wake it in time); tokens go on increasing; the
 //! same store, connected before, works after.
 
+mod common;
+
 use std::time::Duration;
 
 use alkstore_kit_harness::support;
@@ -13,17 +15,7 @@ use alkstore_redis::alkstore_mem::LockError;
 use alkstore_redis::{RedisConfig, RedisLock, RedisLocks};
 use alkstore_redis_tools::sentinels::SentinelSet;
 use alkstore_redis_tools::server::{cli, wait_for};
-
-const TTL: Duration = Duration::from_secs(60);
-
-fn config(ns: &str) -> RedisConfig {
-    RedisConfig::new()
-        .with_namespace(ns)
-        // Long enough to ride over a failover (a call retries until then).
-        .with_io_timeout(Duration::from_secs(10))
-        // Nothing but a pub/sub message wakes a waiter within the test's bounds.
-        .with_waiter_heartbeat(Duration::from_secs(20))
-}
+use common::{TTL, config, hand_off, queue_key, queued_waiter};
 
 /// Waits until `key` is on the replica (replication is asynchronous: a lease must be there
 /// before the failover for the new master to have it).
@@ -54,16 +46,8 @@ async fn across_a_failover(
 ) -> u64 {
     let mut held: RedisLock = locks.try_lock(name, "holder", TTL).await.unwrap().unwrap();
     assert!(held.token() > last_token, "tokens increase");
-    let waiter = tokio::spawn(
-        locks
-            .acquire(name, "waiter", TTL)
-            .timeout(Duration::from_secs(120)),
-    );
-    let queue = format!("{{{ns}}}:queue:{name}");
-    wait_for("the waiter queued", Duration::from_secs(10), || {
-        cli(set.master_port(), &["ZCARD", &queue]).trim() == "1"
-    });
-    on_replica(set, &[format!("{{{ns}}}:lock:{name}"), queue]);
+    let waiter = queued_waiter(locks, ns, name, |_| set.master_port()).await;
+    on_replica(set, &[format!("{{{ns}}}:lock:{name}"), queue_key(ns, name)]);
 
     let (new_master, took) = tokio::task::block_in_place(|| failover(set));
     eprintln!("{name}: the sentinels named 127.0.0.1:{new_master} after {took:?}");
@@ -88,26 +72,7 @@ async fn across_a_failover(
     );
 
     // The release hands the lease to the waiter, woken by pub/sub well before its heartbeat.
-    assert!(!waiter.is_finished());
-    let started = tokio::time::Instant::now();
-    let held_token = held.token();
-    assert!(held.release().await.unwrap());
-    let handed = waiter
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("the waiter is served");
-    assert_eq!(handed.owner(), "waiter");
-    assert!(
-        handed.token() > held_token,
-        "tokens increase across the failover"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "the waiter was woken by pub/sub, not its 20 s heartbeat"
-    );
-    let token = handed.token();
-    assert!(handed.release().await.unwrap());
+    let token = hand_off(held, waiter).await;
 
     // A new grant on the new master: a larger token still.
     let again = locks.try_lock(name, "again", TTL).await.unwrap().unwrap();
