@@ -44,10 +44,7 @@ impl Wake for Cancelling {
 fn a_waker_that_calls_back_into_the_store_does_not_deadlock_the_listener() {
     let runtime = model::runtime(2);
     let locks = runtime.block_on(store(Duration::ZERO));
-    let _holder = runtime
-        .block_on(locks.try_lock("job", "h", secs(600)))
-        .unwrap()
-        .unwrap();
+    let _holder = runtime.block_on(held(&locks, "job"));
     let _enter = runtime.enter();
     // A sibling waiter, registered for wake-ups.
     let mut sibling = Box::pin(locks.acquire("job", "sibling", secs(60)));
@@ -90,11 +87,7 @@ async fn a_listener_that_fails_at_once_is_restarted_with_backoff() {
     use std::sync::atomic::Ordering::SeqCst;
     let locks = store(Duration::from_millis(1)).await;
     locks.engine().deafen();
-    let holder = locks
-        .try_lock("job", "h", secs(600))
-        .await
-        .unwrap()
-        .unwrap();
+    let holder = held(&locks, "job").await;
     let waiter = waiting_for_job(&locks);
     tokio::time::sleep(secs(10)).await;
     let listens = locks.engine().listens.load(SeqCst);
@@ -110,11 +103,7 @@ async fn a_listener_that_fails_at_once_is_restarted_with_backoff() {
 async fn dropping_the_store_and_its_waiters_leaves_no_task() {
     let metrics = tokio::runtime::Handle::current().metrics();
     let locks = store(Duration::from_millis(1)).await;
-    let holder = locks
-        .try_lock("job", "h", secs(600))
-        .await
-        .unwrap()
-        .unwrap();
+    let holder = held(&locks, "job").await;
     let holder = std::sync::Arc::new(holder);
     let mut tasks = Vec::new();
     for i in 0..100 {
@@ -151,10 +140,7 @@ async fn dropping_the_store_and_its_waiters_leaves_no_task() {
 fn the_listener_runs_on_the_stores_runtime_not_the_first_sleepers() {
     let main = model::runtime(2);
     let locks = main.block_on(slow_heartbeat_store());
-    let other = main
-        .block_on(locks.try_lock("other", "h", secs(600)))
-        .unwrap()
-        .unwrap();
+    let other = main.block_on(held(&locks, "other"));
     // The first sleeper comes from a side runtime, which then stays idle.
     let side = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -163,12 +149,14 @@ fn the_listener_runs_on_the_stores_runtime_not_the_first_sleepers() {
     side.block_on(async {
         let _ = tokio::time::timeout(Duration::from_millis(20), other.lapsed()).await;
     });
-    let holder = main
-        .block_on(locks.try_lock("job", "h", secs(600)))
-        .unwrap()
-        .unwrap();
+    let holder = main.block_on(held(&locks, "job"));
     main.block_on(hands_off_to_a_waiter(&locks, holder));
     drop(side);
+}
+
+/// `name`, held by "h" for 600 s.
+async fn held(locks: &Locks<Model>, name: &str) -> Lock<Model> {
+    locks.try_lock(name, "h", secs(600)).await.unwrap().unwrap()
 }
 
 /// A store whose waiters' heartbeat is 60 s: within a test's 10 s, only a wake-up serves
@@ -220,11 +208,7 @@ fn once_the_stores_runtime_is_gone_the_listener_runs_on_the_current_one() {
     drop(first);
     let second = model::runtime(2);
     second.block_on(async {
-        let holder = locks
-            .try_lock("job", "h", secs(600))
-            .await
-            .unwrap()
-            .unwrap();
+        let holder = held(&locks, "job").await;
         hands_off_to_a_waiter(&locks, holder).await;
     });
 }
@@ -249,14 +233,8 @@ impl Wake for Panicking {
 fn a_waker_that_panics_does_not_end_the_listener() {
     let runtime = model::runtime(2);
     let locks = runtime.block_on(slow_heartbeat_store());
-    let _other = runtime
-        .block_on(locks.try_lock("other", "h", secs(600)))
-        .unwrap()
-        .unwrap();
-    let holder = runtime
-        .block_on(locks.try_lock("job", "h", secs(600)))
-        .unwrap()
-        .unwrap();
+    let _other = runtime.block_on(held(&locks, "other"));
+    let holder = runtime.block_on(held(&locks, "job"));
     let _enter = runtime.enter();
     // A waiter polled by hand with a waker that will panic.
     let panicking = Arc::new(Panicking(AtomicBool::new(false)));
@@ -293,11 +271,7 @@ fn a_waker_that_panics_does_not_end_the_listener() {
 #[tokio::test(start_paused = true)]
 async fn a_listener_that_panics_is_restarted() {
     let locks = slow_heartbeat_store().await;
-    let holder = locks
-        .try_lock("job", "h", secs(600))
-        .await
-        .unwrap()
-        .unwrap();
+    let holder = held(&locks, "job").await;
     let waiter = waiting_for_job(&locks);
     tokio::time::sleep(Duration::from_millis(100)).await;
     locks.engine().break_listener();

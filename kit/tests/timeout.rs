@@ -8,20 +8,13 @@ use std::time::Duration;
 
 use alkstore_kit::Locks;
 use alkstore_mem::LockError;
-use model::Model;
+use model::{Model, unavailable};
 
 const IO: Duration = Duration::from_millis(100);
 const TTL: Duration = Duration::from_secs(600);
 
 async fn store() -> Locks<Model> {
     model::store_with(IO, None).await
-}
-
-fn unavailable<T: std::fmt::Debug>(answer: Result<T, LockError>) {
-    assert!(
-        matches!(answer, Err(LockError::Unavailable { .. })),
-        "{answer:?}"
-    );
 }
 
 /// Lets the background undo (retried, pauses up to 2 s) and its confirmation run.

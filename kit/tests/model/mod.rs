@@ -271,6 +271,14 @@ pub fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
+/// Asserts that a call was refused as `Unavailable`.
+pub fn unavailable<T: std::fmt::Debug>(answer: Result<T, LockError>) {
+    assert!(
+        matches!(answer, Err(LockError::Unavailable { .. })),
+        "{answer:?}"
+    );
+}
+
 /// The error of a call the model did not answer.
 fn frozen() -> LockError {
     alkstore_kit::unavailable("model: frozen, no answer")
