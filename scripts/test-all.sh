@@ -39,7 +39,7 @@ part() { # name target...
 # Runs part $1 in a shell of its own and writes the CPU time it and its children used (user and
 # system seconds, from `times`) to $logs/$1.cpu: where a cold run spends the machine.
 timed_part() { # name target...
-  bash -c 'part "$@"; s=$?; times | tail -1 >"$logs/$1.cpu"; exit $s' _ "$@"
+  bash -c 'part "$@"; s=$?; times >"$logs/$1.cpu"; exit $s' _ "$@"
 }
 record() { # name status
   ended[$1]=$(date +%s)
@@ -91,11 +91,11 @@ foreground fmt fmt-check
 # The engines' test binaries first, so that their suites start while the rest compiles.
 order+=(build-engines)
 started[build-engines]=$(date +%s)
-# One package at a time, as the suites build them: several -p in one build unify their
-# dependencies' features into other artifacts, which the suites would then build again.
-(for p in alkstore-redis alkstore-redis-tools alkstore-pg alkstore-sqlite alkstore-cli; do
-  cargo test -q --no-run -p "$p" || exit $?
-done && cargo build -q -p alkstore-redis-tools --bin failover; s=$?; times | tail -1 >"$logs/build-engines.cpu"; exit $s) >"$logs/build-engines.log" 2>&1
+# The suites' own build-test-X targets, which build one package at a time: several -p in one
+# build unify their dependencies' features into other artifacts, which the suites would then
+# build again.
+(part build-engines build-test-redis build-test-pg build-test-sqlite build-test-cli
+  s=$?; times >"$logs/build-engines.cpu"; exit $s)
 record build-engines $?
 [ ${#failed[@]} -eq 0 ] || exit 1
 
@@ -112,10 +112,11 @@ foreground builds nostd check-downstream
 finish
 
 echo
-# CPU seconds (user + system) of a part's processes, from its `times` line ("0m1.5s 0m0.2s").
+# CPU seconds (user + system) of a part's processes: the second line of its `times` (its
+# children's, "0m1.5s 0m0.2s"; not through a pipe, whose subshell would count none).
 cpu() { # name
   [ -s "$logs/$1.cpu" ] || { echo "?"; return; }
-  awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d s", t }' "$logs/$1.cpu"
+  awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%d s", t }' "$logs/$1.cpu"
 }
 echo "| part | outcome | wall time | CPU time |"
 echo "|---|---|---|---|"
