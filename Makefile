@@ -120,7 +120,7 @@ doc:
 REDIS_PORT ?= 6390
 REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422 6431 6432 6433 6434 6435 6436 6437 6438 6439 6440 6441 6442 6443 6444 6445 6446 6447 6448 6449 6450 6451 6452 6453 6454 6455 6456 6457 6458 6459 6460 6461 6462 6463 6464 6465 6466 6467 6468 6469
 REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
-.PHONY: redis-setup redis-port test-redis bench-redis demo-redis failover-redis
+.PHONY: redis-setup redis-port test-redis build-test-redis bench-redis demo-redis failover-redis
 
 ## redis-setup: redis-server from the Debian package, when missing (as root)
 redis-setup:
@@ -134,13 +134,17 @@ redis-port:
 ## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server;
 ## then the topologies' suites (adapters/redis/tools/tests), which start their own servers on 6450-6469
 ## (Sentinel: a master, a replica, three sentinels on 6450-6454; Cluster: 3 masters, 3 replicas on 6460-6465)
-test-redis: redis-setup redis-port
-	$(CARGO) test -q -p alkstore-redis --no-run
-	$(CARGO) test -q -p alkstore-redis-tools --no-run
-	$(CARGO) build -q -p alkstore-redis-tools --bin failover
+test-redis: redis-setup redis-port build-test-redis
 	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
 	$(CARGO) test -p alkstore-redis-tools
 	$(CARGO) run -q -p alkstore-redis-tools --bin failover -- --failovers 2
+
+## build-test-redis: the binaries test-redis runs, built before its servers start (one -p at a time:
+## several in one build unify features into other artifacts, which the suites then build again)
+build-test-redis:
+	$(CARGO) test -q -p alkstore-redis --no-run
+	$(CARGO) test -q -p alkstore-redis-tools --no-run
+	$(CARGO) build -q -p alkstore-redis-tools --bin failover
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
 ## and with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench), try_lock+release with replica ack
@@ -169,7 +173,7 @@ demo-redis: redis-setup redis-port
 ## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, and the
 ## pooler tests their own PgBouncers on 6439 (session) and 6440 (transaction), which PG_PORT
 ## must avoid (refused). No other server is touched.
-.PHONY: pg-setup pg-port test-pg bench-pg demo-pg
+.PHONY: pg-setup pg-port test-pg build-test-pg bench-pg demo-pg
 PG_PORT ?= 5439
 PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455 6439 6440
 
@@ -184,9 +188,12 @@ pg-setup:
 
 ## test-pg: every PostgreSQL suite (contract, conformance, tokens, fencing, multi-process,
 ## faults) against a real server
-test-pg: pg-setup pg-port
-	$(CARGO) test -p alkstore-pg --no-run -q
+test-pg: pg-setup pg-port build-test-pg
 	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg
+
+## build-test-pg: the binaries test-pg runs, built before its server starts
+build-test-pg:
+	$(CARGO) test -q -p alkstore-pg --no-run
 
 ## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
 ## run, and 16 tasks on a pool of 4; twice: on a cluster with fsync off (the tests' setting: CPU
@@ -210,12 +217,14 @@ demo-pg: pg-setup pg-port
 ## cli ------------------------------------------------------------------------------------
 ## test-cli: the alkstore tool's tests (cli/), its binary run against a scratch redis-server on
 ## 127.0.0.1:$(CLI_REDIS_PORT) (built first, so the server is up only while the tests run)
-.PHONY: test-cli
+.PHONY: test-cli build-test-cli
 CLI_REDIS_PORT ?= 6390
 CLI_PG_PORT ?= 5439
-test-cli: redis-setup pg-setup
-	$(CARGO) test -q -p alkstore-cli --no-run
+test-cli: redis-setup pg-setup build-test-cli
 	scripts/pg-run.sh --port $(CLI_PG_PORT) -- scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(CARGO) test -p alkstore-cli
+## build-test-cli: the binaries test-cli runs, built before its servers start
+build-test-cli:
+	$(CARGO) test -q -p alkstore-cli --no-run
 ## end cli ---------------------------------------------------------------------------------
 
 ## idb ------------------------------------------------------------------------------------
@@ -272,13 +281,17 @@ test-js: idb-setup
 ## sqlite ---------------------------------------------------------------------------------
 ## The SQLite engine (adapters/sqlite): no server; every test works on files in scratch
 ## directories of its own (mktemp-style, under the system temp dir, removed afterwards).
-.PHONY: test-sqlite bench-sqlite demo-sqlite
+.PHONY: test-sqlite build-test-sqlite bench-sqlite demo-sqlite
 
 ## test-sqlite: every SQLite suite (conformance, contract, fencing, multi-process, faults),
 ## built first so that the multi-process tests start their children at once
-test-sqlite:
-	$(CARGO) test -q -p alkstore-sqlite --no-run
+test-sqlite: build-test-sqlite
 	$(CARGO) test -p alkstore-sqlite
+
+## build-test-sqlite: the binaries test-sqlite runs, built first so that the multi-process tests
+## start their children at once
+build-test-sqlite:
+	$(CARGO) test -q -p alkstore-sqlite --no-run
 
 ## bench-sqlite: try_lock+release against a hand-rolled lease row (direct and via spawn_blocking)
 ## and flock in the same run, for synchronous NORMAL and FULL (medians of 10 interleaved rounds),
