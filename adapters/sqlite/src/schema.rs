@@ -55,7 +55,8 @@ impl Sql {
             begin: format!(
                 "SELECT s.deadline, s.token, s.ttl, l.owner, l.token, l.deadline, l.req, \
                  l.claimed, EXISTS (SELECT 1 FROM {waiters} w WHERE w.name = ?1), \
-                 EXISTS (SELECT 1 FROM {cancelled} c WHERE c.id = ?2) \
+                 CASE WHEN ?2 = '' THEN 0 \
+                      ELSE EXISTS (SELECT 1 FROM {cancelled} c WHERE c.id = ?2) END \
                  FROM {leases} s LEFT JOIN {leases} l ON l.name = ?1 AND ?1 <> '' \
                  WHERE s.name = ''"
             ),
