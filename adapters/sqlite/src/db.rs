@@ -2,6 +2,7 @@
 //! SQLite's write lock, and one `BEGIN IMMEDIATE` transaction per operation with the lease
 //! clock read inside it.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use crate::config::{SqliteConfig, Synchronous, valid_namespace};
 use crate::location::{fs_type, is_network_fs};
 use crate::schema::{SCHEMA, Sql, TABLES, table};
 use crate::sides::{Files, Paths, shm_deleted_under_another_process};
+use crate::stmts::{Q, Statements};
 pub(crate) use crate::tx::{Tx, test_offset};
 
 /// The version of the tables this build writes and reads.
@@ -31,7 +33,7 @@ pub(crate) struct Db {
     files: Files,
     pub(crate) sql: Sql,
     /// Set by an operation that rang a bell: the local listener is nudged after the commit.
-    pub(crate) rang: bool,
+    pub(crate) rang: Cell<bool>,
 }
 
 impl std::fmt::Debug for Db {
@@ -148,7 +150,7 @@ impl Db {
             paths: Paths::new(path),
             files: Files::of(&Paths::new(path)),
             sql: Sql::new(ns),
-            rang: false,
+            rang: Cell::new(false),
         };
         db.conn
             .execute_batch("BEGIN IMMEDIATE")
@@ -255,24 +257,28 @@ impl Db {
         }
     }
 
-    /// Runs `op` in one `BEGIN IMMEDIATE` transaction, waiting for the write lock until
-    /// `until` at most, with the lease clock read inside it; commits when `op` succeeds
-    /// (and moves the floor and the token counter), rolls back otherwise.
+    /// Runs `op` in one `BEGIN IMMEDIATE` transaction on this connection's statements `st`,
+    /// waiting for the write lock until `until` at most, with the lease clock read inside
+    /// it; commits when `op` succeeds (and moves the floor and the token counter), rolls
+    /// back otherwise.
     ///
     /// `name` is the lock the operation is about (`""` for none): its lease row, and whether
-    /// anyone waits for it, are read with the state row in one statement.
-    pub(crate) fn write<T>(
-        &mut self,
+    /// anyone waits for it, are read with the state row in one statement, and so is whether
+    /// request `rid` (`""` for none) was withdrawn ([`Tx::cancelled`]).
+    pub(crate) fn write<'a, T>(
+        &self,
+        st: &'a Statements<'_>,
         until: Instant,
-        name: &str,
-        op: impl FnOnce(&mut Tx<'_>) -> rusqlite::Result<T>,
+        name: &'a str,
+        rid: &str,
+        op: impl FnOnce(&mut Tx<'a, '_>) -> rusqlite::Result<T>,
     ) -> Result<T, DbError> {
         let started = Instant::now();
         if let Some(why) = self.files.changed(&Files::of(&self.paths)) {
             return Err(DbError::Other(why));
         }
         wait_until(Some(until));
-        let begun = self.statement("BEGIN IMMEDIATE");
+        let begun = st.run(Q::BeginTx);
         wait_until(None);
         if let Err(err) = begun {
             return Err(if is_busy(&err) {
@@ -282,38 +288,34 @@ impl Db {
             });
         }
         let result = (|| -> rusqlite::Result<(T, bool)> {
-            let mut tx = Tx::begin(&self.conn, &self.sql, name)?;
+            let mut tx = Tx::begin(st, name, rid)?;
             let value = op(&mut tx)?;
             tx.finish()?;
             Ok((value, tx.rang))
         })();
         match result {
-            Ok((value, rang)) => match self.statement("COMMIT") {
+            Ok((value, rang)) => match st.run(Q::Commit) {
                 Ok(()) => {
-                    self.rang |= rang;
+                    self.rang.set(self.rang.get() | rang);
                     Ok(value)
                 }
                 Err(err) => {
-                    self.rollback();
+                    Self::rollback(st);
                     Err(err.into())
                 }
             },
             Err(err) => {
-                self.rollback();
+                Self::rollback(st);
                 Err(err.into())
             }
         }
     }
 
-    /// Runs `BEGIN IMMEDIATE`, `COMMIT` or `ROLLBACK` as a cached statement (parsed once).
-    fn statement(&self, sql: &str) -> rusqlite::Result<()> {
-        self.conn.prepare_cached(sql)?.execute([]).map(drop)
-    }
-
-    /// Ends a failed transaction (when one is open: SQLite may have rolled it back itself).
-    pub(crate) fn rollback(&self) {
-        if !self.conn.is_autocommit() {
-            let _ = self.statement("ROLLBACK");
+    /// Ends a failed transaction on `st`'s connection (when one is open: SQLite may have
+    /// rolled it back itself).
+    pub(crate) fn rollback(st: &Statements<'_>) {
+        if !st.conn.is_autocommit() {
+            let _ = st.run(Q::Rollback);
         }
     }
 }

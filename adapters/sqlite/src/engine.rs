@@ -17,9 +17,10 @@ use crate::config::SqliteConfig;
 use crate::db::{Db, Tx};
 use crate::listen::{Doorbell, Nudge};
 use crate::location::parse_location;
+use crate::stmts::Statements;
 
-/// A task for the connection thread.
-type Task = Box<dyn FnOnce(&mut Db) + Send>;
+/// A task for the connection thread: the connection, and its kept statements.
+type Task = Box<dyn FnOnce(&Db, &Statements<'_>) + Send>;
 
 /// The SQLite engine: one database file shared by the processes of one host.
 ///
@@ -77,7 +78,7 @@ impl Sqlite {
         std::thread::Builder::new()
             .name("alkstore-sqlite".into())
             .spawn(move || {
-                let mut db = match Db::open(&p, &c, true) {
+                let db = match Db::open(&p, &c, true) {
                     Ok(db) => {
                         let _ = ready_tx.send(Ok(()));
                         db
@@ -87,9 +88,10 @@ impl Sqlite {
                         return;
                     }
                 };
+                let st = Statements::new(&db.conn, &db.sql);
                 while let Ok(task) = rx.recv() {
-                    task(&mut db);
-                    if std::mem::take(&mut db.rang) {
+                    task(&db, &st);
+                    if db.rang.take() {
                         n.nudge();
                     }
                 }
@@ -115,25 +117,27 @@ impl Sqlite {
     }
 
     /// Runs `op` in one transaction on the connection thread; `name` is the lock it is about
-    /// (`""` for none: see [`Db::write`]).
+    /// and `rid` its request id (`""` for none: see [`Db::write`]).
     async fn run<T: Send + 'static>(
         &self,
         name: String,
-        op: impl FnOnce(&mut Tx<'_>, &str) -> rusqlite::Result<T> + Send + 'static,
+        rid: &str,
+        op: impl FnOnce(&mut Tx<'_, '_>, &str) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, DbError> {
+        let rid = rid.to_owned();
         let called = Instant::now();
         let until = called + budget(self.config.io_timeout());
         let (tx, rx) = oneshot::channel();
-        let task: Task = Box::new(move |db: &mut Db| {
+        let task: Task = Box::new(move |db: &Db, st: &Statements<'_>| {
             let answer = catch_unwind(AssertUnwindSafe(|| {
-                db.write(until, &name, |tx| op(tx, &name))
+                db.write(st, until, &name, &rid, |tx| op(tx, &name))
             }));
             let answer = match answer {
                 // The wait counts from the call, queued behind other work or not.
                 Ok(Err(DbError::Busy(_))) => Err(DbError::Busy(called.elapsed())),
                 Ok(answer) => answer,
                 Err(_) => {
-                    db.rollback();
+                    Db::rollback(st);
                     Err(DbError::Other("an operation panicked"))
                 }
             };
@@ -160,15 +164,15 @@ impl Sqlite {
     /// back, is recorded.
     pub(crate) fn raise_floor(&self, to: i64) {
         let until = Instant::now() + budget(self.config.io_timeout());
-        let task: Task = Box::new(move |db: &mut Db| {
+        let task: Task = Box::new(move |db: &Db, st: &Statements<'_>| {
             let raised = catch_unwind(AssertUnwindSafe(|| {
-                db.write(until, "", |tx| {
+                db.write(st, until, "", "", |tx| {
                     tx.now = tx.now.max(to);
                     Ok(())
                 })
             }));
             if raised.is_err() {
-                db.rollback();
+                Db::rollback(st);
             }
         });
         let _ = self
@@ -182,10 +186,13 @@ impl Sqlite {
     async fn op<T: Send + 'static>(
         &self,
         name: &str,
-        op: impl FnOnce(&mut Tx<'_>, &str) -> rusqlite::Result<T> + Send + 'static,
+        rid: &str,
+        op: impl FnOnce(&mut Tx<'_, '_>, &str) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, LockError> {
         let name = name.to_owned();
-        self.run(name, op).await.map_err(DbError::into_lock_error)
+        self.run(name, rid, op)
+            .await
+            .map_err(DbError::into_lock_error)
     }
 }
 
@@ -212,10 +219,12 @@ impl Protocol for Sqlite {
         ttl: Duration,
         rid: &str,
     ) -> Result<Reply<Option<Grant>>, LockError> {
-        let (owner, rid) = (owner.to_owned(), rid.to_owned());
+        let (owner, id) = (owner.to_owned(), rid.to_owned());
         let ttl = duration_us(ttl);
-        self.op(name, move |tx, name| tx.try_lock(name, &owner, ttl, &rid))
-            .await
+        self.op(name, rid, move |tx, name| {
+            tx.try_lock(name, &owner, ttl, &id)
+        })
+        .await
     }
 
     async fn step(&self, step: Step<'_>) -> Result<StepReply, LockError> {
@@ -231,7 +240,7 @@ impl Protocol for Sqlite {
             step.heartbeat_expiry,
         );
         let answer = self
-            .run(name, move |tx, name| {
+            .run(name, step.id, move |tx, name| {
                 tx.step(&Step {
                     name,
                     owner: &owner,
@@ -259,7 +268,7 @@ impl Protocol for Sqlite {
 
     async fn withdraw(&self, name: &str, id: &str, unanswered: bool) -> Result<(), LockError> {
         let id = id.to_owned();
-        self.op(name, move |tx, name| tx.withdraw(name, &id, unanswered))
+        self.op(name, "", move |tx, name| tx.withdraw(name, &id, unanswered))
             .await
     }
 
@@ -270,29 +279,32 @@ impl Protocol for Sqlite {
         ttl: Duration,
     ) -> Result<Reply<Option<Timestamp>>, LockError> {
         let ttl = duration_us(ttl);
-        self.op(name, move |tx, name| tx.renew(name, token, ttl))
+        self.op(name, "", move |tx, name| tx.renew(name, token, ttl))
             .await
     }
 
     async fn release(&self, name: &str, token: u64, _rid: &str) -> Result<bool, LockError> {
-        self.op(name, move |tx, name| tx.release(name, token)).await
+        self.op(name, "", move |tx, name| tx.release(name, token))
+            .await
     }
 
     async fn is_held(&self, name: &str, token: u64) -> Result<Reply<Held>, LockError> {
-        self.op(name, move |tx, name| tx.is_held(name, token)).await
+        self.op(name, "", move |tx, name| tx.is_held(name, token))
+            .await
     }
 
     async fn holder(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
-        self.op(name, move |tx, name| tx.holder(name)).await
+        self.op(name, "", move |tx, name| tx.holder(name)).await
     }
 
     async fn force_release(&self, name: &str) -> Result<Option<LeaseInfo>, LockError> {
-        self.op(name, move |tx, name| tx.force_release(name)).await
+        self.op(name, "", move |tx, name| tx.force_release(name))
+            .await
     }
 
     async fn snapshot(&self) -> Result<Snapshot, LockError> {
         let io = self.config.io_timeout();
-        match tokio::time::timeout(io, self.op("", |tx, _| tx.snapshot())).await {
+        match tokio::time::timeout(io, self.op("", "", |tx, _| tx.snapshot())).await {
             Ok(answer) => answer,
             Err(_) => Err(unavailable(format!("sqlite did not answer within {io:?}"))),
         }
@@ -301,7 +313,7 @@ impl Protocol for Sqlite {
     #[cfg(feature = "test-clock")]
     async fn advance_test_clock(&self, by: Duration) -> Result<(), LockError> {
         let by = i64::try_from(by.as_micros()).unwrap_or(i64::MAX);
-        self.op("", move |tx, _| tx.advance(by)).await
+        self.op("", "", move |tx, _| tx.advance(by)).await
     }
 
     #[cfg(not(feature = "test-clock"))]
@@ -338,19 +350,22 @@ pub struct Cleanup {
 
 impl Fallback for Cleanup {
     async fn run(self, job: Job) -> bool {
-        let Ok(mut db) = Db::open(&self.path, &self.config, false) else {
+        let Ok(db) = Db::open(&self.path, &self.config, false) else {
             return false;
         };
+        let st = Statements::new(&db.conn, &db.sql);
         let until = Instant::now() + budget(self.config.io_timeout());
         let done = match job {
             Job::Release { name, token, .. } => db
-                .write(until, &name, |tx| tx.release(&name, token))
+                .write(&st, until, &name, "", |tx| tx.release(&name, token))
                 .map(drop),
             Job::Withdraw {
                 name,
                 id,
                 unanswered,
-            } => db.write(until, &name, |tx| tx.withdraw(&name, &id, unanswered)),
+            } => db.write(&st, until, &name, "", |tx| {
+                tx.withdraw(&name, &id, unanswered)
+            }),
         };
         done.is_ok()
     }

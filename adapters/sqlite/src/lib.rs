@@ -83,6 +83,7 @@ mod ops;
 mod queue;
 mod schema;
 mod sides;
+mod stmts;
 mod tx;
 
 use std::path::Path;

@@ -8,8 +8,9 @@ use rusqlite::{OptionalExtension, params};
 use crate::busy::duration_us;
 use crate::db::Tx;
 use crate::queue::{grant_of, info, token_u64, ts, us};
+use crate::stmts::Q;
 
-impl Tx<'_> {
+impl Tx<'_, '_> {
     /// `try_lock`: see [`Protocol::try_lock`](alkstore_kit::Protocol::try_lock).
     pub(crate) fn try_lock(
         &mut self,
@@ -30,21 +31,15 @@ impl Tx<'_> {
             Some(_) => None,
             // Withdrawn before this transaction ran (the kit's undo, e.g. at a runtime's
             // shutdown, committed first on its own connection): nobody would hold a grant.
-            None if self.cancelled(rid)? => None,
-            None => Some(grant_of(&self.grant(name, owner, ttl, rid, true)?)),
+            // (`cancelled` was read with the state row, for `rid`: see `Db::write`.)
+            None if self.cancelled => None,
+            // The grant is the last write: the state row goes with it.
+            None => Some(grant_of(&self.grant_last(name, owner, ttl, rid)?)),
         };
         Ok(Reply {
             value,
             now: ts(self.now),
         })
-    }
-
-    /// Whether the request `rid` was withdrawn before it was answered (its id is in the
-    /// cancelled table): then it must grant nothing.
-    fn cancelled(&self, rid: &str) -> rusqlite::Result<bool> {
-        self.conn
-            .prepare_cached(&self.sql.cancelled_get)?
-            .exists([rid])
     }
 
     /// One step of a waiting `acquire` (see the module docs and
@@ -53,7 +48,8 @@ impl Tx<'_> {
         let (name, id) = (s.name, s.id);
         let now = self.now;
         let r = self.lease(name)?;
-        if self.cancelled(id)? {
+        // Read with the state row, for this step's id (see `Db::write`).
+        if self.cancelled {
             return Ok(StepReply::Over);
         }
         let wd = match s.deadline {
@@ -75,8 +71,8 @@ impl Tx<'_> {
         };
         let over = wd != 0 && now >= wd;
         let granted: Option<Option<i64>> = self
-            .conn
-            .prepare_cached(&self.sql.waiter_get)?
+            .st
+            .get(Q::WaiterGet)?
             .query_row([id], |r| r.get(0))
             .optional()?;
         let queued = granted.is_some();
@@ -99,15 +95,15 @@ impl Tx<'_> {
             // The hand-off lapsed (or was force-released) before this waiter came: back to
             // the head of the queue.
             let min: Option<i64> = self
-                .conn
-                .prepare_cached(&self.sql.min_arrival)?
+                .st
+                .get(Q::MinArrival)?
                 .query_row([name], |r| r.get(0))?;
             let arrival = match min {
                 Some(min) => min - 1,
                 None => self.next_arrival(),
             };
-            self.conn
-                .prepare_cached(&self.sql.waiter_requeue)?
+            self.st
+                .get(Q::WaiterRequeue)?
                 .execute(params![id, arrival])?;
         }
         let heartbeat = self.raw.saturating_add(duration_us(s.heartbeat_expiry));
@@ -117,9 +113,7 @@ impl Tx<'_> {
                 self.store_settled(name, &cur)?;
                 return Ok(StepReply::Over);
             }
-            self.conn
-                .prepare_cached(&self.sql.waiter_hb)?
-                .execute(params![id, heartbeat])?;
+            self.st.get(Q::WaiterHb)?.execute(params![id, heartbeat])?;
             let cur = self.settle(name, r)?;
             if let Some(c) = &cur {
                 if c.req.as_deref() == Some(id) {
@@ -155,17 +149,15 @@ impl Tx<'_> {
                 Some(_) => {}
             }
             let arrival = self.next_arrival();
-            self.conn
-                .prepare_cached(&self.sql.waiter_add)?
-                .execute(params![
-                    id,
-                    name,
-                    arrival,
-                    s.owner,
-                    duration_us(s.ttl),
-                    wd,
-                    heartbeat
-                ])?;
+            self.st.get(Q::WaiterAdd)?.execute(params![
+                id,
+                name,
+                arrival,
+                s.owner,
+                duration_us(s.ttl),
+                wd,
+                heartbeat
+            ])?;
             cur
         };
         // Queued. Keep the row (free with a hand-off pending, or held).
@@ -179,17 +171,15 @@ impl Tx<'_> {
         };
         if cur.is_none() {
             // No lease row may be missing while a waiter is queued: keep a free one.
-            self.conn
-                .prepare_cached(&self.sql.lease_put)?
-                .execute(params![
-                    name,
-                    Option::<String>::None,
-                    0,
-                    0,
-                    0,
-                    Option::<String>::None,
-                    true
-                ])?;
+            self.st.get(Q::LeasePut)?.execute(params![
+                name,
+                Option::<String>::None,
+                0,
+                0,
+                0,
+                Option::<String>::None,
+                true
+            ])?;
         }
         Ok(StepReply::Queued {
             wait_deadline,
@@ -207,21 +197,19 @@ impl Tx<'_> {
         unanswered: bool,
     ) -> rusqlite::Result<()> {
         if unanswered {
-            self.conn
-                .prepare_cached(&self.sql.cancelled_add)?
+            self.st
+                .get(Q::CancelledAdd)?
                 .execute(params![id, self.raw])?;
             // Kept ten minutes: far longer than a step can stay in flight.
-            self.conn
-                .prepare_cached(&self.sql.cancelled_prune)?
+            self.st
+                .get(Q::CancelledPrune)?
                 .execute([self.raw - 600_000_000])?;
         }
         let mut r = self.lease(name)?;
         if let Some(row) = &mut r {
             if row.owner.is_some() && row.req.as_deref() == Some(id) {
                 // Nobody holds it (the reply never reached a handle): it ends here.
-                self.conn
-                    .prepare_cached(&self.sql.lease_free)?
-                    .execute([name])?;
+                self.st.get(Q::LeaseFree)?.execute([name])?;
                 row.owner = None;
             }
         }
@@ -249,8 +237,8 @@ impl Tx<'_> {
                     && self.now < r.deadline =>
             {
                 let deadline = self.now.saturating_add(ttl);
-                self.conn
-                    .prepare_cached(&self.sql.lease_renew)?
+                self.st
+                    .get(Q::LeaseRenew)?
                     .execute(params![name, deadline, ttl])?;
                 Some(ts(deadline))
             }
@@ -328,8 +316,8 @@ impl Tx<'_> {
         let (ended, cur) = if self.live(&r)? {
             if !r.claimed {
                 // Handed to a waiter that has not picked it up: back in line (first).
-                self.conn
-                    .prepare_cached(&self.sql.waiter_unclaim)?
+                self.st
+                    .get(Q::WaiterUnclaim)?
                     .execute([r.req.as_deref().unwrap_or("")])?;
             }
             let ended = info(name, &r);
@@ -349,7 +337,7 @@ impl Tx<'_> {
     /// `snapshot`: the live leases by name, then the live waiters by name and arrival.
     pub(crate) fn snapshot(&mut self) -> rusqlite::Result<Snapshot> {
         let mut snapshot = Snapshot::default();
-        let mut st = self.conn.prepare_cached(&self.sql.snap_leases)?;
+        let mut st = self.st.get(Q::SnapLeases)?;
         let rows = st.query_map(params![self.now, self.raw], |r| {
             let name: String = r.get(0)?;
             let owner: String = r.get(1)?;
@@ -365,7 +353,7 @@ impl Tx<'_> {
         for row in rows {
             snapshot.held.push(row?);
         }
-        let mut st = self.conn.prepare_cached(&self.sql.snap_waiters)?;
+        let mut st = self.st.get(Q::SnapWaiters)?;
         let rows = st.query_map(params![self.now, self.raw], |r| {
             let name: String = r.get(0)?;
             let owner: String = r.get(1)?;
@@ -380,9 +368,7 @@ impl Tx<'_> {
     #[cfg(feature = "test-clock")]
     /// Test clock: moves lease time forward by `by_us` and wakes every sleeper.
     pub(crate) fn advance(&mut self, by_us: i64) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.advance)?
-            .execute([by_us])?;
+        self.st.get(Q::Advance)?.execute([by_us])?;
         self.now = self.now.saturating_add(by_us);
         self.ring("*")
     }

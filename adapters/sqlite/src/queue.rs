@@ -20,6 +20,7 @@ use alkstore_mem::{LeaseInfo, Timestamp};
 use rusqlite::{OptionalExtension, params};
 
 use crate::lease::Lease;
+use crate::stmts::Q;
 use crate::tx::Tx;
 
 /// A queue's first entry: id, owner, ttl, wait deadline, heartbeat expiry.
@@ -39,11 +40,11 @@ pub(crate) fn token_u64(token: i64) -> u64 {
     u64::try_from(token).unwrap_or(0)
 }
 
-impl Tx<'_> {
+impl Tx<'_, '_> {
     /// The lease row of `name`, from the table.
     pub(crate) fn read_lease(&self, name: &str) -> rusqlite::Result<Option<Lease>> {
-        self.conn
-            .prepare_cached(&self.sql.lease_get)?
+        self.st
+            .get(Q::LeaseGet)?
             .query_row([name], |r| {
                 Ok(Lease {
                     owner: r.get(0)?,
@@ -57,36 +58,28 @@ impl Tx<'_> {
     }
 
     pub(crate) fn delete_lease(&self, name: &str) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.lease_del)?
-            .execute([name])?;
+        self.st.get(Q::LeaseDel)?.execute([name])?;
         Ok(())
     }
 
     pub(crate) fn waiter_alive(&self, id: &str) -> rusqlite::Result<bool> {
-        self.conn
-            .prepare_cached(&self.sql.waiter_alive)?
-            .exists(params![id, self.raw])
+        self.st.get(Q::WaiterAlive)?.exists(params![id, self.raw])
     }
 
     pub(crate) fn delete_waiter(&self, id: &str) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.waiter_del)?
-            .execute([id])?;
+        self.st.get(Q::WaiterDel)?.execute([id])?;
         Ok(())
     }
 
     pub(crate) fn claim(&self, name: &str) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.lease_claim)?
-            .execute([name])?;
+        self.st.get(Q::LeaseClaim)?.execute([name])?;
         Ok(())
     }
 
     /// The first queued waiter of `name` (not handed a lease): id, owner, ttl, wd, hb.
     pub(crate) fn head(&self, name: &str) -> rusqlite::Result<Option<Head>> {
-        self.conn
-            .prepare_cached(&self.sql.head)?
+        self.st
+            .get(Q::Head)?
             .query_row([name], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })
@@ -115,8 +108,8 @@ impl Tx<'_> {
     ) -> rusqlite::Result<Lease> {
         let token = self.next_token();
         let deadline = self.now.saturating_add(ttl);
-        self.conn
-            .prepare_cached(&self.sql.lease_put)?
+        self.st
+            .get(Q::LeasePut)?
             .execute(params![name, owner, token, deadline, ttl, req, claimed])?;
         Ok(Lease {
             owner: Some(owner.to_owned()),
@@ -127,14 +120,35 @@ impl Tx<'_> {
         })
     }
 
+    /// [`grant`](Self::grant) (picked up) as the operation's last write: the lease row and
+    /// the state row in one statement (see [`Tx::put_lease_last`]).
+    pub(crate) fn grant_last(
+        &mut self,
+        name: &str,
+        owner: &str,
+        ttl: i64,
+        req: &str,
+    ) -> rusqlite::Result<Lease> {
+        let token = self.next_token();
+        let lease = Lease {
+            owner: Some(owner.to_owned()),
+            token,
+            deadline: self.now.saturating_add(ttl),
+            req: Some(req.to_owned()),
+            claimed: true,
+        };
+        self.put_lease_last(name, &lease, ttl)?;
+        Ok(lease)
+    }
+
     /// The lease of `name` is free: hands it to the first live waiter (deleting dead ones on
     /// the way) and rings its bell. `None` when nobody waits.
     pub(crate) fn hand_off(&mut self, name: &str) -> rusqlite::Result<Option<Lease>> {
         while let Some((id, owner, ttl, wd, hb)) = self.head(name)? {
             if hb > self.raw && (wd == 0 || self.now < wd) {
                 let lease = self.grant(name, &owner, ttl, &id, false)?;
-                self.conn
-                    .prepare_cached(&self.sql.waiter_grant)?
+                self.st
+                    .get(Q::WaiterGrant)?
                     .execute(params![id, lease.token, lease.deadline])?;
                 self.ring(&id)?;
                 return Ok(Some(lease));
@@ -158,8 +172,8 @@ impl Tx<'_> {
                 if self.now < r.deadline && self.waiter_alive(&req)? {
                     return Ok(Some(r));
                 }
-                self.conn
-                    .prepare_cached(&self.sql.waiter_del_dead)?
+                self.st
+                    .get(Q::WaiterDelDead)?
                     .execute(params![req, self.raw])?;
             } else if r.owner.is_some() && self.now < r.deadline {
                 return Ok(Some(r));

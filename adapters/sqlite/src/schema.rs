@@ -13,10 +13,10 @@ pub(crate) struct Sql {
     pub(crate) state_get: String,
     pub(crate) state_put: String,
     pub(crate) floor_raise: String,
-    #[cfg_attr(not(feature = "test-clock"), allow(dead_code))]
     pub(crate) offset: String,
     pub(crate) lease_get: String,
     pub(crate) lease_put: String,
+    pub(crate) lease_state_put: String,
     pub(crate) lease_del: String,
     pub(crate) lease_free: String,
     pub(crate) lease_claim: String,
@@ -33,7 +33,6 @@ pub(crate) struct Sql {
     pub(crate) waiter_unclaim: String,
     pub(crate) min_arrival: String,
     pub(crate) waiter_hb: String,
-    pub(crate) cancelled_get: String,
     pub(crate) cancelled_add: String,
     pub(crate) cancelled_prune: String,
     pub(crate) bell_add: String,
@@ -42,7 +41,6 @@ pub(crate) struct Sql {
     pub(crate) bells_max: String,
     pub(crate) snap_leases: String,
     pub(crate) snap_waiters: String,
-    #[cfg_attr(not(feature = "test-clock"), allow(dead_code))]
     pub(crate) advance: String,
 }
 
@@ -56,7 +54,9 @@ impl Sql {
         Sql {
             begin: format!(
                 "SELECT s.deadline, s.token, s.ttl, l.owner, l.token, l.deadline, l.req, \
-                 l.claimed, EXISTS (SELECT 1 FROM {waiters} w WHERE w.name = ?1) \
+                 l.claimed, EXISTS (SELECT 1 FROM {waiters} w WHERE w.name = ?1), \
+                 CASE WHEN ?2 = '' THEN 0 \
+                      ELSE EXISTS (SELECT 1 FROM {cancelled} c WHERE c.id = ?2) END \
                  FROM {leases} s LEFT JOIN {leases} l ON l.name = ?1 AND ?1 <> '' \
                  WHERE s.name = ''"
             ),
@@ -74,6 +74,10 @@ impl Sql {
             lease_put: format!(
                 "REPLACE INTO {leases} (name, owner, token, deadline, ttl, req, claimed) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ),
+            lease_state_put: format!(
+                "REPLACE INTO {leases} (name, owner, token, deadline, ttl, req, claimed) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7), ('', NULL, ?8, ?9, ?10, NULL, 0)"
             ),
             lease_del: format!("DELETE FROM {leases} WHERE name = ?1"),
             lease_free: format!("UPDATE {leases} SET owner = NULL WHERE name = ?1"),
@@ -103,7 +107,6 @@ impl Sql {
                 "SELECT min(arrival) FROM {waiters} WHERE name = ?1 AND granted IS NULL"
             ),
             waiter_hb: format!("UPDATE {waiters} SET hb = ?2 WHERE id = ?1"),
-            cancelled_get: format!("SELECT 1 FROM {cancelled} WHERE id = ?1"),
             cancelled_add: format!("INSERT OR IGNORE INTO {cancelled} (id, at) VALUES (?1, ?2)"),
             cancelled_prune: format!("DELETE FROM {cancelled} WHERE at < ?1"),
             bell_add: format!("INSERT INTO {bells} (id) VALUES (?1)"),

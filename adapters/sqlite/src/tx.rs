@@ -7,11 +7,11 @@ use rusqlite::{Connection, params};
 use crate::busy::wall_us;
 use crate::lease::Lease;
 use crate::schema::Sql;
+use crate::stmts::{Q, Statements};
 
 /// One operation's transaction: the statements, the lease clock, the state row.
-pub(crate) struct Tx<'a> {
-    pub(crate) conn: &'a Connection,
-    pub(crate) sql: &'a Sql,
+pub(crate) struct Tx<'a, 'c> {
+    pub(crate) st: &'a Statements<'c>,
     /// Lease time (µs): the wall clock (plus the test offset) raised to the floor.
     pub(crate) now: i64,
     /// The raw wall clock (µs): heartbeats.
@@ -29,15 +29,23 @@ pub(crate) struct Tx<'a> {
     pub(crate) timeless: bool,
     /// The name the operation is about, and its lease row and whether anyone waits for it
     /// as read with the state row: taken by the operation's first look at that name.
-    first: Option<(String, Option<Lease>, bool)>,
+    first: Option<(&'a str, Option<Lease>, bool)>,
+    /// Whether the operation's request id (the `rid` given to [`begin`](Self::begin)) was
+    /// withdrawn before this transaction (it is in the cancelled table): then it must grant
+    /// nothing.
+    pub(crate) cancelled: bool,
 }
 
-impl<'a> Tx<'a> {
-    /// Reads the state row, the lease row of `name` and whether anyone waits for it (one
-    /// statement), and the clock.
-    pub(crate) fn begin(conn: &'a Connection, sql: &'a Sql, name: &str) -> rusqlite::Result<Self> {
-        let (floor, token, arrival, lease, waiting) =
-            conn.prepare_cached(&sql.begin)?.query_row([name], |r| {
+impl<'a, 'c> Tx<'a, 'c> {
+    /// Reads the state row, the lease row of `name`, whether anyone waits for it and whether
+    /// request `rid` (`""` for none) was withdrawn (one statement), and the clock.
+    pub(crate) fn begin(
+        st: &'a Statements<'c>,
+        name: &'a str,
+        rid: &str,
+    ) -> rusqlite::Result<Self> {
+        let (floor, token, arrival, lease, waiting, cancelled) =
+            st.get(Q::Begin)?.query_row([name, rid], |r| {
                 let owner: Option<String> = r.get(3)?;
                 let lease = match r.get::<_, Option<i64>>(4)? {
                     Some(token) => Some(Lease {
@@ -49,13 +57,12 @@ impl<'a> Tx<'a> {
                     }),
                     None => None,
                 };
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, lease, r.get(8)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, lease, r.get(8)?, r.get(9)?))
             })?;
         let raw = wall_us();
-        let clock = raw.saturating_add(test_offset(conn, sql)?);
+        let clock = raw.saturating_add(st.test_offset()?);
         Ok(Tx {
-            conn,
-            sql,
+            st,
             now: clock.max(floor),
             raw,
             floor,
@@ -64,7 +71,8 @@ impl<'a> Tx<'a> {
             read: (token, arrival),
             rang: false,
             timeless: false,
-            first: Some((name.to_owned(), lease, waiting)),
+            first: Some((name, lease, waiting)),
+            cancelled,
         })
     }
 
@@ -78,10 +86,7 @@ impl<'a> Tx<'a> {
             Some((first, lease, waiting)) if first == name => Ok((lease, waiting)),
             _ => {
                 let lease = self.lease(name)?;
-                let waiting = self
-                    .conn
-                    .prepare_cached(&self.sql.any_waiter)?
-                    .exists([name])?;
+                let waiting = self.st.get(Q::AnyWaiter)?.exists([name])?;
                 Ok((lease, waiting))
             }
         }
@@ -99,16 +104,48 @@ impl<'a> Tx<'a> {
     /// Writes the state row back when it moved: the floor follows lease time (unless the
     /// operation was [`timeless`](Self::timeless)), the counters what was handed out.
     pub(crate) fn finish(&self) -> rusqlite::Result<()> {
-        let floor = if self.timeless {
+        let floor = self.floor_to_write();
+        if floor != self.floor || (self.token, self.arrival) != self.read {
+            self.st
+                .get(Q::StatePut)?
+                .execute(params![floor, self.token, self.arrival])?;
+        }
+        Ok(())
+    }
+
+    /// The floor [`finish`](Self::finish) writes.
+    fn floor_to_write(&self) -> i64 {
+        if self.timeless {
             self.floor
         } else {
             self.now.max(self.floor)
-        };
-        if floor != self.floor || (self.token, self.arrival) != self.read {
-            self.conn
-                .prepare_cached(&self.sql.state_put)?
-                .execute(params![floor, self.token, self.arrival])?;
         }
+    }
+
+    /// Writes lease row `lease` of `name` and the state row in one statement, as the
+    /// operation's last write: [`finish`](Self::finish) then has nothing left to write
+    /// (nothing may hand out a token or an arrival number after it).
+    pub(crate) fn put_lease_last(
+        &mut self,
+        name: &str,
+        lease: &Lease,
+        ttl: i64,
+    ) -> rusqlite::Result<()> {
+        let floor = self.floor_to_write();
+        self.st.get(Q::LeaseStatePut)?.execute(params![
+            name,
+            lease.owner,
+            lease.token,
+            lease.deadline,
+            ttl,
+            lease.req,
+            lease.claimed,
+            self.token,
+            floor,
+            self.arrival
+        ])?;
+        self.floor = floor;
+        self.read = (self.token, self.arrival);
         Ok(())
     }
 
@@ -127,17 +164,23 @@ impl<'a> Tx<'a> {
 
     /// Rings the bell for `id` (a waiter's id, or `*`): every process's listener delivers it.
     pub(crate) fn ring(&mut self, id: &str) -> rusqlite::Result<()> {
-        self.conn
-            .prepare_cached(&self.sql.bell_add)?
-            .execute([id])?;
-        let seq = self.conn.last_insert_rowid();
+        self.st.get(Q::BellAdd)?.execute([id])?;
+        let seq = self.st.conn.last_insert_rowid();
         if seq % 100 == 0 {
-            self.conn
-                .prepare_cached(&self.sql.bell_prune)?
-                .execute([seq - 1000])?;
+            self.st.get(Q::BellPrune)?.execute([seq - 1000])?;
         }
         self.rang = true;
         Ok(())
+    }
+}
+
+impl Statements<'_> {
+    /// The test clock's offset (µs), in builds with the `test-clock` feature; 0 in others.
+    fn test_offset(&self) -> rusqlite::Result<i64> {
+        #[cfg(feature = "test-clock")]
+        return self.get(Q::Offset)?.query_row([], |r| r.get(0));
+        #[cfg(not(feature = "test-clock"))]
+        Ok(0)
     }
 }
 

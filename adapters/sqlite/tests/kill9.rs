@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use alkstore_sqlite::SqliteConfig;
 use common::procs::{Proc, config, wall_ns};
 use common::{Scratch, raw, runtime};
 
@@ -21,7 +22,11 @@ fn kill_9_of_the_holder_hands_the_lease_to_the_head_waiter_at_the_deadline() {
     let dir = Scratch::new();
     let path = dir.file("locks.db");
     runtime().block_on(async {
-        let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
+        // The default waiter heartbeat (1 s), not the children's 100 ms: the waiter's only
+        // wake-up before the bound below is the one at the holder's deadline.
+        let locks = alkstore_sqlite::open_with(&path, SqliteConfig::new())
+            .await
+            .unwrap();
         let mut holder = Proc::spawn("hold", &path, "");
         let held = holder.next();
         let mut f = held.split(' ').skip(1);
@@ -48,9 +53,13 @@ fn kill_9_of_the_holder_hands_the_lease_to_the_head_waiter_at_the_deadline() {
         let late = Duration::from_nanos(at - deadline);
         eprintln!(
             "kill -9 of the holder: the head waiter in another process got the lease {late:?} \
-             after the ttl (target 50 ms; asserted under 1 s)"
+             after the ttl (target 50 ms; asserted under 250 ms)"
         );
-        assert!(late < Duration::from_millis(1000), "{late:?}");
+        // Measured 1.4-44 ms (30 runs under `nice -n 10` at load 10-11 on 2 cores; 2-3 ms
+        // on a quiet one): the bound leaves room for a loaded machine's scheduling, not for
+        // a missed wake-up at the deadline (the waiter's next step would be a heartbeat
+        // later, 1 s).
+        assert!(late < Duration::from_millis(250), "{late:?}");
     });
 }
 

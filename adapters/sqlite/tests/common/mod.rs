@@ -62,3 +62,23 @@ pub fn raw(path: &Path) -> rusqlite::Connection {
         .unwrap();
     conn
 }
+
+/// A raw connection to `path` with the `invoices` table of the fencing suites (invoice 1001,
+/// status `open`, token 0), made if missing.
+pub fn invoices(path: &Path) -> rusqlite::Connection {
+    let conn = raw(path);
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, status TEXT, token INTEGER);
+         INSERT OR IGNORE INTO invoices VALUES (1001, 'open', 0);",
+    )
+    .unwrap();
+    conn
+}
+
+/// The status of invoice 1001.
+pub fn invoice_status(conn: &rusqlite::Connection) -> String {
+    conn.query_row("SELECT status FROM invoices WHERE id = 1001", [], |r| {
+        r.get(0)
+    })
+    .unwrap()
+}
