@@ -80,6 +80,8 @@ mod lease;
 mod listen;
 mod location;
 mod ops;
+#[cfg(test)]
+mod ops_tests;
 mod queue;
 mod schema;
 mod sides;

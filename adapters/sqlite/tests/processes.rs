@@ -33,7 +33,17 @@ fn four_processes_200_cycles_on_4_names_never_overlap_and_tokens_follow_the_log(
         p.wait_ok();
     }
     let took = started.elapsed();
-    let text = std::fs::read_to_string(&log).unwrap();
+    let enters = check_log(&std::fs::read_to_string(&log).unwrap());
+    assert_eq!(enters, 4 * rounds);
+    eprintln!(
+        "4 processes x {rounds} cycles: {enters} leases in {took:?} ({:.0} µs per lease)",
+        took.as_micros() as f64 / enters as f64
+    );
+}
+
+/// Checks a log of `enter`/`exit` lines: no overlap on a name, tokens strictly growing per
+/// name and unique; the number of leases.
+fn check_log(text: &str) -> usize {
     let mut inside: std::collections::HashMap<&str, (u64, &str)> = Default::default();
     let mut last: std::collections::HashMap<&str, u64> = Default::default();
     let mut all = std::collections::HashSet::new();
@@ -51,18 +61,60 @@ fn four_processes_200_cycles_on_4_names_never_overlap_and_tokens_follow_the_log(
                 inside.insert(name, (token, who));
                 enters += 1;
             }
-            "exit" => {
-                assert_eq!(inside.remove(name), Some((token, who)), "{line}");
-            }
+            "exit" => assert_eq!(inside.remove(name), Some((token, who)), "{line}"),
             _ => panic!("{line}"),
         }
     }
-    assert_eq!(enters, 4 * rounds);
     assert!(inside.is_empty());
-    eprintln!(
-        "4 processes x {rounds} cycles: {enters} leases in {took:?} ({:.0} µs per lease)",
-        took.as_micros() as f64 / enters as f64
-    );
+    enters
+}
+
+/// Three processes granting one name by `try_lock` only (the grant that writes the lease
+/// row and the state row in one statement), while the clock steps back under them: never
+/// two holders, tokens strictly growing, the clock floor never going back.
+#[test]
+fn three_processes_try_locking_one_name_never_overlap_while_the_clock_steps_back() {
+    let dir = Scratch::new();
+    let path = dir.file("locks.db");
+    let log = dir.file("log");
+    std::fs::write(&log, "").unwrap();
+    runtime().block_on(async {
+        drop(alkstore_sqlite::open(&path).await.unwrap());
+    });
+    let rounds = 150;
+    let procs: Vec<Proc> = (0..3)
+        .map(|id| {
+            Proc::spawn(
+                "try_cycles",
+                &path,
+                &format!("{id},{},{rounds}", log.display()),
+            )
+        })
+        .collect();
+    let conn = common::raw(&path);
+    let floor = |conn: &rusqlite::Connection| -> i64 {
+        conn.query_row(
+            "SELECT deadline FROM alkstore_leases WHERE name = ''",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let mut last = floor(&conn);
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(30));
+        conn.execute_batch("UPDATE alkstore_test_clock SET offset_us = offset_us - 5000000")
+            .unwrap();
+        let now = floor(&conn);
+        assert!(now >= last, "the floor went back: {now} after {last}");
+        last = now;
+    }
+    for p in procs {
+        p.wait_ok();
+    }
+    let enters = check_log(&std::fs::read_to_string(&log).unwrap());
+    assert_eq!(enters, 3 * rounds);
+    assert!(floor(&conn) >= last);
 }
 
 #[test]

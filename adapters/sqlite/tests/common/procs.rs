@@ -111,6 +111,7 @@ pub fn child() {
         let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
         match role.as_str() {
             "cycles" => cycles(&locks, &arg).await,
+            "try_cycles" => try_cycles(&locks, &arg).await,
             "hold" => {
                 let lock = locks
                     .try_lock("x", "child", Duration::from_secs(1))
@@ -235,6 +236,34 @@ async fn cycles(locks: &SqliteLocks, arg: &str) {
             tokio::task::yield_now().await;
         }
         log.write_all(format!("exit {name} {} {id}\n", lock.token()).as_bytes())
+            .unwrap();
+        assert!(lock.release().await.unwrap(), "released while live");
+    }
+}
+
+/// `rounds` grants of the name `one` by `try_lock` alone (retried while busy): enter and exit
+/// lines in the shared log around each lease.
+async fn try_cycles(locks: &SqliteLocks, arg: &str) {
+    let mut parts = arg.split(',');
+    let id: usize = parts.next().unwrap().parse().unwrap();
+    let log = parts.next().unwrap();
+    let rounds: usize = parts.next().unwrap().parse().unwrap();
+    let mut log = std::fs::OpenOptions::new().append(true).open(log).unwrap();
+    let mut granted = 0;
+    while granted < rounds {
+        let Some(lock) = locks
+            .try_lock("one", &format!("p{id}"), Duration::from_secs(30))
+            .await
+            .unwrap()
+        else {
+            tokio::time::sleep(Duration::from_micros(200)).await;
+            continue;
+        };
+        granted += 1;
+        log.write_all(format!("enter one {} {id}\n", lock.token()).as_bytes())
+            .unwrap();
+        tokio::task::yield_now().await;
+        log.write_all(format!("exit one {} {id}\n", lock.token()).as_bytes())
             .unwrap();
         assert!(lock.release().await.unwrap(), "released while live");
     }
