@@ -17,6 +17,7 @@ use crate::config::SqliteConfig;
 use crate::db::{Db, Tx};
 use crate::listen::{Doorbell, Nudge};
 use crate::location::parse_location;
+use crate::schema::FenceSql;
 use crate::stmts::Statements;
 
 /// A task for the connection thread: the connection, and its kept statements.
@@ -33,6 +34,8 @@ pub struct Sqlite {
     path: PathBuf,
     config: SqliteConfig,
     nudge: Arc<Nudge>,
+    /// The statements of `lock.fence(&tx)`, for the namespace (made once, not per check).
+    fence_sql: FenceSql,
 }
 
 impl fmt::Debug for Sqlite {
@@ -101,6 +104,7 @@ impl Sqlite {
             Ok(Ok(())) => Ok(Sqlite {
                 tasks: Mutex::new(tx),
                 path,
+                fence_sql: FenceSql::new(config.namespace()),
                 config,
                 nudge,
             }),
@@ -109,6 +113,11 @@ impl Sqlite {
                 "sqlite: the connection thread stopped while opening",
             )),
         }
+    }
+
+    /// The statements of `lock.fence(&tx)` (see [`fence`](crate::fence)).
+    pub(crate) fn fence_sql(&self) -> &FenceSql {
+        &self.fence_sql
     }
 
     /// The database file.

@@ -14,7 +14,7 @@ use crate::busy::wall_us;
 use crate::config::{SqliteConfig, valid_namespace};
 use crate::db::test_offset;
 use crate::engine::Sqlite;
-use crate::schema::Sql;
+use crate::schema::FenceSql;
 
 /// Why a fence refused: match on it to tell a stale holder from a misuse.
 ///
@@ -94,16 +94,16 @@ impl From<FenceError> for rusqlite::Error {
     }
 }
 
-/// Checks that lease `token` on `name` in `namespace` is live now, on `conn` inside its
-/// transaction. `in_transaction` (a call from Rust): refuse outside a transaction, and first
-/// write the namespace's clock floor (a no-op for the data), which takes SQLite's write lock
-/// if the transaction does not hold it yet. (The SQL function runs inside a statement, which
+/// Checks that lease `token` on `name` in the namespace of `sql` is live now, on `conn`
+/// inside its transaction. `in_transaction` (a call from Rust): refuse outside a
+/// transaction, and first write the namespace's clock floor (a no-op for the data), which
+/// takes SQLite's write lock if the transaction does not hold it yet. (The SQL function runs inside a statement, which
 /// is a transaction of its own when autocommit is on.)
 ///
 /// `seen` is set to the lease time the check read (0 when it read none).
 fn check(
     conn: &Connection,
-    namespace: &str,
+    sql: &FenceSql,
     name: &str,
     token: u64,
     in_transaction: bool,
@@ -113,13 +113,12 @@ fn check(
     if in_transaction && conn.is_autocommit() {
         return Err(FenceError::NotInTransaction);
     }
-    let sql = Sql::new(namespace);
-    let clock = wall_us().saturating_add(test_offset(conn, &sql)?);
+    let clock = wall_us().saturating_add(test_offset(conn, &sql.offset)?);
     if take_write_lock {
         conn.prepare_cached(&sql.floor_raise)?.execute([clock])?;
     }
     let floor: i64 = conn
-        .prepare_cached(&sql.state_get)?
+        .prepare_cached(&sql.floor_get)?
         .query_row([], |r| r.get(0))?;
     let now = clock.max(floor);
     *seen = now;
@@ -251,21 +250,12 @@ fn fence_and_record(
     token: u64,
 ) -> Result<(), FenceError> {
     let mut seen = 0;
-    let checked = check(
-        conn,
-        engine.config().namespace(),
-        name,
-        token,
-        true,
-        &mut seen,
-    );
+    let checked = check(conn, engine.fence_sql(), name, token, true, &mut seen);
     if let Err(FenceError::Lapsed { .. }) = checked {
         engine.raise_floor(seen);
     }
     checked
 }
-
-use alkstore_kit::Protocol as _;
 
 /// Registers the SQL function `alkstore_fence(name, token)` on `conn`, for the default
 /// namespace (`alkstore`): it returns 1 when lease `token` on `name` is live now, and
@@ -336,6 +326,7 @@ pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<
         ));
     }
     let namespace = namespace.to_owned();
+    let sql = FenceSql::new(&namespace);
     conn.create_scalar_function(
         "alkstore_fence",
         2,
@@ -356,7 +347,7 @@ pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<
             // the statement, and never closed here (rusqlite's documented use).
             #[allow(unsafe_code)]
             let conn = unsafe { ctx.get_connection()? };
-            match check(&conn, &namespace, &name, token, false, &mut 0) {
+            match check(&conn, &sql, &name, token, false, &mut 0) {
                 Ok(()) => Ok(1i64),
                 // Say where it looked: a lock of another namespace is never found here (its
                 // tables may even be missing from the file).

@@ -10,9 +10,7 @@ pub(crate) fn table(namespace: &str, table: &str) -> String {
 #[derive(Debug)]
 pub(crate) struct Sql {
     pub(crate) begin: String,
-    pub(crate) state_get: String,
     pub(crate) state_put: String,
-    pub(crate) floor_raise: String,
     pub(crate) offset: String,
     pub(crate) lease_get: String,
     pub(crate) lease_put: String,
@@ -60,17 +58,11 @@ impl Sql {
                  FROM {leases} s LEFT JOIN {leases} l ON l.name = ?1 AND ?1 <> '' \
                  WHERE s.name = ''"
             ),
-            state_get: format!("SELECT deadline, token, ttl FROM {leases} WHERE name = ''"),
             state_put: format!(
                 "UPDATE {leases} SET deadline = ?1, token = ?2, ttl = ?3 WHERE name = ''"
             ),
-            floor_raise: format!(
-                "UPDATE {leases} SET deadline = max(deadline, ?1) WHERE name = ''"
-            ),
-            offset: format!("SELECT offset_us FROM {clock} LIMIT 1"),
-            lease_get: format!(
-                "SELECT owner, token, deadline, ttl, req, claimed FROM {leases} WHERE name = ?1"
-            ),
+            offset: offset_sql(&clock),
+            lease_get: lease_get_sql(&leases),
             lease_put: format!(
                 "REPLACE INTO {leases} (name, owner, token, deadline, ttl, req, claimed) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
@@ -128,6 +120,48 @@ impl Sql {
             advance: format!("UPDATE {clock} SET offset_us = offset_us + ?1"),
         }
     }
+}
+
+/// The SQL of the statements a fence check runs on the user's connection, with the
+/// namespace's table names in: made once per store (and per [`install_fence_in`]), not per
+/// check.
+///
+/// [`install_fence_in`]: crate::install_fence_in
+#[derive(Debug)]
+pub(crate) struct FenceSql {
+    /// The test clock's offset (read in builds with the `test-clock` feature).
+    #[cfg_attr(not(feature = "test-clock"), allow(dead_code))]
+    pub(crate) offset: String,
+    /// Raises the clock floor to `?1`.
+    pub(crate) floor_raise: String,
+    /// The clock floor.
+    pub(crate) floor_get: String,
+    /// The lease row of `?1`.
+    pub(crate) lease_get: String,
+}
+
+impl FenceSql {
+    pub(crate) fn new(ns: &str) -> Self {
+        let leases = table(ns, "leases");
+        FenceSql {
+            offset: offset_sql(&table(ns, "test_clock")),
+            floor_raise: format!(
+                "UPDATE {leases} SET deadline = max(deadline, ?1) WHERE name = ''"
+            ),
+            floor_get: format!("SELECT deadline FROM {leases} WHERE name = ''"),
+            lease_get: lease_get_sql(&leases),
+        }
+    }
+}
+
+/// The test clock's offset, from table `clock` (quoted).
+fn offset_sql(clock: &str) -> String {
+    format!("SELECT offset_us FROM {clock} LIMIT 1")
+}
+
+/// The lease row of `?1`, from table `leases` (quoted).
+fn lease_get_sql(leases: &str) -> String {
+    format!("SELECT owner, token, deadline, ttl, req, claimed FROM {leases} WHERE name = ?1")
 }
 
 /// The schema of version 2, with `@` for the namespace prefix. Every table is the

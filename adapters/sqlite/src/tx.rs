@@ -6,7 +6,6 @@ use rusqlite::{Connection, params};
 
 use crate::busy::wall_us;
 use crate::lease::Lease;
-use crate::schema::Sql;
 use crate::stmts::{Q, Statements};
 
 /// One operation's transaction: the statements, the lease clock, the state row.
@@ -184,15 +183,18 @@ impl Statements<'_> {
     }
 }
 
-/// The test clock's offset (µs), in builds with the `test-clock` feature; 0 in others.
+/// The test clock's offset (µs) read on `conn` with statement `offset` (see
+/// [`FenceSql`](crate::schema::FenceSql)), in builds with the `test-clock` feature; 0 in
+/// others.
 #[cfg(feature = "test-clock")]
-pub(crate) fn test_offset(conn: &Connection, sql: &Sql) -> rusqlite::Result<i64> {
-    conn.prepare_cached(&sql.offset)?
-        .query_row([], |r| r.get(0))
+pub(crate) fn test_offset(conn: &Connection, offset: &str) -> rusqlite::Result<i64> {
+    conn.prepare_cached(offset)?.query_row([], |r| r.get(0))
 }
 
-/// The test clock's offset (µs), in builds with the `test-clock` feature; 0 in others.
+/// The test clock's offset (µs) read on `conn` with statement `offset` (see
+/// [`FenceSql`](crate::schema::FenceSql)), in builds with the `test-clock` feature; 0 in
+/// others.
 #[cfg(not(feature = "test-clock"))]
-pub(crate) fn test_offset(_: &Connection, _: &Sql) -> rusqlite::Result<i64> {
+pub(crate) fn test_offset(_: &Connection, _: &str) -> rusqlite::Result<i64> {
     Ok(0)
 }
