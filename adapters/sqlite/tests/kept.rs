@@ -234,3 +234,38 @@ fn the_file_made_read_only_under_the_store_fails_calls_then_recovers() {
         checkpoint_finishes(&path);
     });
 }
+
+/// Rows of the wrong types written into the namespace's tables by another connection: the
+/// calls on those names err (a read fails inside a kept statement's row), every other name
+/// keeps working, and no statement is left mid-step.
+#[test]
+fn rows_of_the_wrong_types_fail_their_names_only() {
+    let dir = Scratch::new();
+    let path = dir.file("locks.db");
+    runtime().block_on(async {
+        let locks = store_in(&dir, SqliteConfig::new()).await;
+        exercise(&locks, "before").await;
+        raw(&path)
+            .execute_batch(
+                "INSERT INTO alkstore_leases VALUES ('bad-token', 'o', 'abc', 1, 1, 'r', 1);
+                 INSERT INTO alkstore_leases VALUES ('bad-owner', x'ff00', 1, 1, 1, 'r', 1);
+                 INSERT INTO alkstore_leases VALUES ('queued', 'o', 1, 9e15, 1, 'r', 1);
+                 INSERT INTO alkstore_waiters VALUES ('w1', 'queued', 1, 'o', 1, 0, 'x', NULL, NULL);",
+            )
+            .unwrap();
+        for _ in 0..3 {
+            for name in ["bad-token", "bad-owner", "queued"] {
+                let answer = locks.try_lock(name, "a", TTL).await;
+                assert!(
+                    matches!(answer, Err(LockError::Unavailable { .. }) | Ok(None)),
+                    "{name}: {answer:?}"
+                );
+                let _ = locks.holder(name).await;
+                let _ = locks.force_release(name).await;
+            }
+            let _ = locks.snapshot().await;
+            exercise(&locks, "between").await;
+        }
+        checkpoint_finishes(&path);
+    });
+}
