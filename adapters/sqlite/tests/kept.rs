@@ -133,16 +133,16 @@ fn busy_errors_and_a_panicking_operation_leave_no_statement_mid_step() {
         let locks = store_in(&dir, SqliteConfig::new()).await;
         let hasty = alkstore_sqlite::open_with(
             &path,
-            SqliteConfig::new().with_io_timeout(Duration::from_millis(20)),
+            SqliteConfig::new().with_io_timeout(Duration::from_millis(250)),
         )
         .await
         .unwrap();
         exercise(&hasty, "warm").await;
         let (mut refused, mut answered) = (0, 0);
-        for i in 0..100u64 {
+        for i in 0..30u64 {
             let other = raw(&path);
             other.execute_batch("BEGIN IMMEDIATE").unwrap();
-            let hold = Duration::from_millis(5 + (i % 9) * 5);
+            let hold = Duration::from_millis(100 + (i % 5) * 100);
             let freer = std::thread::spawn(move || {
                 std::thread::sleep(hold);
                 other.execute_batch("COMMIT").unwrap();
@@ -152,7 +152,7 @@ fn busy_errors_and_a_panicking_operation_leave_no_statement_mid_step() {
                 0 => hasty.try_lock(&name, "h", TTL).await.map(drop),
                 1 => hasty
                     .acquire(&name, "h", TTL)
-                    .timeout(Duration::from_millis(10))
+                    .timeout(Duration::from_millis(50))
                     .await
                     .map(drop),
                 _ => hasty.snapshot().await.map(drop),
@@ -164,7 +164,7 @@ fn busy_errors_and_a_panicking_operation_leave_no_statement_mid_step() {
             }
             freer.join().unwrap();
         }
-        eprintln!("{refused} refused, {answered} answered of 100");
+        eprintln!("{refused} refused, {answered} answered of 30");
         assert!(refused > 0, "nothing was refused: the test proves nothing");
         exercise(&hasty, "after-busy").await;
         // The state row's token at its largest: the next grant overflows (a panic in the
