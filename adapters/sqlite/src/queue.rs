@@ -106,7 +106,7 @@ impl Tx<'_, '_> {
         req: &str,
         claimed: bool,
     ) -> rusqlite::Result<Lease> {
-        let token = self.next_token();
+        let token = self.next_token()?;
         let deadline = self.now.saturating_add(ttl);
         self.st
             .get(Q::LeasePut)?
@@ -129,7 +129,7 @@ impl Tx<'_, '_> {
         ttl: i64,
         req: &str,
     ) -> rusqlite::Result<Lease> {
-        let token = self.next_token();
+        let token = self.next_token()?;
         let lease = Lease {
             owner: Some(owner.to_owned()),
             token,

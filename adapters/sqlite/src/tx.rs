@@ -150,9 +150,17 @@ impl<'a, 'c> Tx<'a, 'c> {
 
     /// The next fencing token: `max(last + 1, now)`, so tokens keep growing with the clock
     /// even if the counter's last commits were lost (see [`Synchronous`](crate::Synchronous)).
-    pub(crate) fn next_token(&mut self) -> i64 {
-        self.token = (self.token + 1).max(self.now);
-        self.token
+    /// A counter at `i64::MAX` (a corrupted file, or a clock some 290,000 years ahead) is an
+    /// error, never a wrap to a smaller token.
+    pub(crate) fn next_token(&mut self) -> rusqlite::Result<i64> {
+        let next = self.token.checked_add(1).ok_or_else(|| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+                Some("alkstore-sqlite: the token counter is exhausted (at i64::MAX)".into()),
+            )
+        })?;
+        self.token = next.max(self.now);
+        Ok(self.token)
     }
 
     /// The next arrival number (FIFO order of waiters).
