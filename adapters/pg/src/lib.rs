@@ -131,6 +131,8 @@
 
 mod admin;
 mod config;
+mod conn;
+mod fenced;
 mod listener;
 mod lock;
 mod op;

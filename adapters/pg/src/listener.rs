@@ -68,7 +68,7 @@ impl Listener for PgListener {
             // `idle_session_timeout = 0`, since this one is idle between notifications.
             let listen = format!("LISTEN {}", self.channel);
             let setup = async {
-                crate::pool::pin(&client, &self.pinned).await?;
+                crate::conn::pin(&client, &self.pinned).await?;
                 client.batch_execute(&listen).await
             };
             if tokio::time::timeout(io, setup)
@@ -108,7 +108,7 @@ impl PgFallback {
 impl Fallback for PgFallback {
     /// Whether the server answered (a refusal is an answer too: it is up).
     async fn run(self, job: Job) -> bool {
-        let Ok((client, driver)) = crate::pool::open(&self.config, &self.pinned).await else {
+        let Ok((client, driver)) = crate::conn::open(&self.config, &self.pinned).await else {
             return false;
         };
         let result = loop {

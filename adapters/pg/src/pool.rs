@@ -1,18 +1,20 @@
-//! A small pool of `tokio-postgres` connections: at most `pool_size` open, idle ones reused,
-//! broken ones dropped, each with its prepared statements; every call bounded by the
-//! `io_timeout` (waiting for a connection and connecting included).
+//! A small pool of `tokio-postgres` connections ([`Conn`]): at most `pool_size` open, idle
+//! ones reused, broken ones dropped, each with its prepared statements; every call bounded by
+//! the `io_timeout` (waiting for a connection and connecting included).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use alkstore_kit::unavailable;
 use alkstore_mem::LockError;
-use tokio::sync::OnceCell;
+use tokio::time::Instant;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{Client, NoTls, Row, Statement};
+use tokio_postgres::{Client, Row};
 
+use crate::conn::{Conn, PINNED, open, prepare_all};
+use crate::fenced::Fenced;
 use crate::op::Op;
 use crate::sql::Schema;
 use crate::wire::{describe, detail, down, redacted};
@@ -39,75 +41,12 @@ impl From<Fail> for LockError {
     }
 }
 
-/// One connection and its statements (prepared on first use, or all at once by `warm`);
-/// shared by concurrent calls, which `tokio-postgres` pipelines on it.
-struct Conn {
-    client: Client,
-    statements: [OnceCell<Statement>; Op::COUNT],
-    in_flight: AtomicUsize,
-}
-
-impl Conn {
-    fn new(client: Client) -> Arc<Conn> {
-        Arc::new(Conn {
-            client,
-            statements: Default::default(),
-            in_flight: AtomicUsize::new(0),
-        })
-    }
-}
-
-/// The settings the engine's answers depend on, pinned for its sessions whatever the
-/// server's, database's or role's defaults (`ALTER ROLE .. SET`, `ALTER DATABASE .. SET`):
-/// its functions are written for READ COMMITTED (each statement sees the rows committed
-/// before it; under REPEATABLE READ or SERIALIZABLE a concurrent update of a lease row fails
-/// the call with 40001), a read-write transaction that is never cut while idle (the
-/// migration's transaction waits between its statements), and a flushed commit. Set by
-/// statements on every new connection, before its first call (not by the startup packet's
-/// `options`, which PgBouncer refuses), so that they hold behind a session pooler too;
-/// besides these, the `statement_timeout` and `lock_timeout` of the config. The
-/// `search_path` is `pg_catalog, pg_temp` (no schema a role's or database's default names can
-/// shadow a function or operator the statements use; `pg_temp` last), and
-/// `idle_session_timeout` is 0 (PostgreSQL 14 and later; set only where the server knows it):
-/// the engine's connections wait idle between calls, and one ended by the server mid-call
-/// would make a release fail.
-const PINNED: &str = "SET search_path = pg_catalog, pg_temp;
-SELECT pg_catalog.set_config(name, '0', false) FROM pg_catalog.pg_settings
- WHERE name = 'idle_session_timeout';
-SET default_transaction_isolation = 'read committed';
-SET default_transaction_read_only = off; SET default_transaction_deferrable = off;
-SET idle_in_transaction_session_timeout = 0; SET synchronous_commit = on;";
-
-/// Opens a connection with `config`, its driver task spawned on the current runtime, and
-/// runs `pinned` on it (the engine's settings) before it is used.
-pub(crate) async fn open(
-    config: &tokio_postgres::Config,
-    pinned: &str,
-) -> Result<(Client, tokio::task::JoinHandle<()>), tokio_postgres::Error> {
-    let (client, connection) = config.connect(NoTls).await?;
-    // Ends when the server closes the connection or the client is dropped.
-    let driver = tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    pin(&client, pinned).await?;
-    Ok((client, driver))
-}
-
-/// Runs the engine's settings `pinned` on `client`: its first line (the timeouts) in a message
-/// of its own, since a message runs under the `statement_timeout` in force when it arrives (a
-/// role's 1 ms would cut the rest, which reads `pg_settings`).
-pub(crate) async fn pin(client: &Client, pinned: &str) -> Result<(), tokio_postgres::Error> {
-    let (timeouts, rest) = pinned.split_once('\n').unwrap_or((pinned, ""));
-    client.batch_execute(timeouts).await?;
-    client.batch_execute(rest).await
-}
-
 /// The pause before a call that found a row locked beyond the lock wait is tried again.
 pub(crate) const LOCKED_RETRY: Duration = Duration::from_millis(10);
 
 /// The first pause of a `try_lock` that found its row locked (it never waits on the row on
 /// the server: `FOR UPDATE NOWAIT`); each next pause doubles, within the lock wait.
-const BUSY_RETRY: Duration = Duration::from_millis(2);
+const BUSY_RETRY: Duration = crate::fenced::FRESH;
 
 /// How many calls the first open connection carries at once before others are used. Calls
 /// on one connection run on the server in the order they were sent, so a call made after
@@ -127,6 +66,8 @@ pub(crate) struct Pool {
     lock_wait: Duration,
     pinned: String,
     sql: Vec<String>,
+    /// The names a `try_lock` found locked, which the next attempts of every call share.
+    fenced: Fenced,
 }
 
 /// Marks a call in flight on a connection; if the call is dropped before it ends (its
@@ -182,6 +123,7 @@ impl Pool {
             lock_wait,
             pinned,
             sql,
+            fenced: Fenced::default(),
         }
     }
 
@@ -302,10 +244,9 @@ impl Pool {
         Ok(conn)
     }
 
-    /// Runs `op` with `params` and returns its rows, within the `io_timeout` (a call that
-    /// found a row locked is tried again meanwhile, if [`Op::retries_locked`]; a `try_lock`
-    /// within the lock wait, with pauses doubling from [`BUSY_RETRY`], its connection free
-    /// for other calls during each pause).
+    /// Runs `op` (any but [`Op::TryLock`]: [`try_lock`](Self::try_lock)) with `params` and
+    /// returns its rows, within the `io_timeout` (a call that found a row locked is tried
+    /// again meanwhile, if [`Op::retries_locked`]).
     pub(crate) async fn call(
         &self,
         op: Op,
@@ -313,22 +254,12 @@ impl Pool {
     ) -> Result<Vec<Row>, Fail> {
         let io = self.io_timeout;
         let mut locked = false;
-        let started = tokio::time::Instant::now();
         let attempts = async {
-            let mut pause = BUSY_RETRY;
             loop {
                 match self.call_untimed(op, params).await {
                     Err(Fail::Locked) if op.retries_locked() => {
                         locked = true;
                         tokio::time::sleep(LOCKED_RETRY).await;
-                    }
-                    Err(Fail::Locked) if op == Op::TryLock => {
-                        let left = self.lock_wait.saturating_sub(started.elapsed());
-                        if left.is_zero() {
-                            return Err(Fail::Locked);
-                        }
-                        tokio::time::sleep(pause.min(left)).await;
-                        pause = pause.saturating_mul(2);
                     }
                     result => return result,
                 }
@@ -337,10 +268,48 @@ impl Pool {
         match tokio::time::timeout(io, attempts).await {
             Ok(result) => result,
             Err(_) if locked => Err(Fail::Locked),
-            Err(_) => Err(Fail::Down(unavailable(format!(
-                "postgres did not answer within the io_timeout of {io:?}"
-            )))),
+            Err(_) => Err(not_answered(io)),
         }
+    }
+
+    /// Runs [`Op::TryLock`] on `name` with `params`, within the `io_timeout`: a row found
+    /// locked is tried again within the lock wait, with pauses doubling from [`BUSY_RETRY`],
+    /// the connection free for other calls during each pause; an attempt that another
+    /// call's fresh one answers for ([`Fenced`]) is not sent.
+    pub(crate) async fn try_lock(
+        &self,
+        name: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Fail> {
+        let io = self.io_timeout;
+        let started = Instant::now();
+        let attempts = async {
+            let mut pause = BUSY_RETRY;
+            loop {
+                let sent = Instant::now();
+                if self.fenced.may_send(name, sent) {
+                    match self.call_untimed(Op::TryLock, params).await {
+                        Err(Fail::Locked) => {
+                            let now = Instant::now();
+                            self.fenced.locked(name, sent, now, self.lock_wait);
+                        }
+                        result => {
+                            self.fenced.answered(name);
+                            return result;
+                        }
+                    }
+                }
+                let left = self.lock_wait.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    return Err(Fail::Locked);
+                }
+                tokio::time::sleep(pause.min(left)).await;
+                pause = pause.saturating_mul(2);
+            }
+        };
+        tokio::time::timeout(io, attempts)
+            .await
+            .unwrap_or_else(|_| Err(not_answered(io)))
     }
 
     async fn call_untimed(&self, op: Op, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Fail> {
@@ -395,13 +364,9 @@ impl Pool {
     }
 }
 
-/// Prepares every statement of `sql` on `conn`: false if one failed.
-async fn prepare_all(conn: &Conn, sql: &[String]) -> bool {
-    for (slot, text) in conn.statements.iter().zip(sql) {
-        let prepared = slot.get_or_try_init(|| conn.client.prepare(text)).await;
-        if prepared.is_err() {
-            return false;
-        }
-    }
-    true
+/// The failure of a call the server did not answer within the `io_timeout` `io`.
+fn not_answered(io: Duration) -> Fail {
+    Fail::Down(unavailable(format!(
+        "postgres did not answer within the io_timeout of {io:?}"
+    )))
 }

@@ -14,7 +14,7 @@
 //! `search_path = evil, pg_catalog` would otherwise be called instead of PostgreSQL's): every
 //! function runs with `SET search_path = pg_catalog, pg_temp`, every function the code calls is
 //! written `pg_catalog.`-qualified and every table with the schema's identifier, and the
-//! engine's own sessions pin the same `search_path` (`pool::PINNED`), under which the
+//! engine's own sessions pin the same `search_path` (`conn::PINNED`), under which the
 //! client-side statements of `fast.sql` are prepared.
 
 use tokio_postgres::Client;

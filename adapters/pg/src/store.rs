@@ -146,7 +146,7 @@ impl Protocol for Pg {
     async fn try_lock(&self, name: &str, owner: &str, ttl: Duration, rid: &str) -> Granted {
         let owner = owner_to_sql(owner);
         let params: [&(dyn ToSql + Sync); 4] = [&name, &owner, &micros(ttl), &rid];
-        let reply = match self.call(Op::TryLock, &params).await {
+        let reply = match self.pool.try_lock(name, &params).await {
             Ok(rows) => numbers(&rows)?,
             Err(Fail::Locked) => {
                 // Nothing ran: busy, with no reading of the clock (none is needed for None).

@@ -10,10 +10,51 @@ mod common;
 
 use std::time::Duration;
 
-use alkstore_pg::PgLocks;
-use tokio_postgres::IsolationLevel;
+use alkstore_pg::{PgLock, PgLocks};
+use tokio_postgres::{Client, IsolationLevel, Transaction};
 
 const TTL: Duration = Duration::from_secs(30);
+
+/// A waiter's step on `name`, `acquire($1, <args>)` in a transaction of `client` that is
+/// left open (slow); asserted queued.
+async fn open_step<'a>(client: &'a mut Client, q: &str, name: &str, args: &str) -> Transaction<'a> {
+    let step = client.transaction().await.unwrap();
+    let reply: Vec<i64> = step
+        .query_one(&format!("SELECT {q}.acquire($1, {args})"), &[&name])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(reply[0], 0, "queued: {reply:?}");
+    step
+}
+
+/// The round both tests run: `lock`'s `fence()` first in a user's transaction at `level`,
+/// while `step` stays open 300 ms more; then `step` commits. The fence's transaction's
+/// outcome.
+async fn fence_beside_open_step(
+    locks: &PgLocks,
+    lock: &PgLock,
+    level: IsolationLevel,
+    step: Transaction<'_>,
+) -> Result<(), tokio_postgres::Error> {
+    let fenced = tokio::spawn({
+        let token = i64::try_from(lock.token()).unwrap();
+        let (sql, url, name) = (locks.fence_sql(), common::url(), lock.name().to_owned());
+        async move {
+            let mut user = common::client(&url).await;
+            let tx = user
+                .build_transaction()
+                .isolation_level(level)
+                .start()
+                .await?;
+            tx.execute(&sql, &[&name, &token]).await?;
+            tx.commit().await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    step.commit().await.unwrap();
+    fenced.await.unwrap()
+}
 
 async fn fence_while_a_slow_waiter_queues(level: IsolationLevel) {
     let locks = common::store().await;
@@ -37,36 +78,10 @@ async fn fence_while_a_slow_waiter_queues(level: IsolationLevel) {
     for round in 0..3 {
         // A second waiter's step, slow: its transaction stays open while the fence runs.
         let mut slow = common::client(&url).await;
-        let step = slow.transaction().await.unwrap();
         let id = format!("slow-waiter-{round}");
-        let reply: Vec<i64> = step
-            .query_one(
-                &format!("SELECT {q}.acquire($1, 'slow', 30000000, $2, -1, -1, 30000000)"),
-                &[&name, &id],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        assert_eq!(reply[0], 0, "queued: {reply:?}");
-
-        // The user's transaction: fence() first, at `level`.
-        let fenced = tokio::spawn({
-            let token = i64::try_from(lock.token()).unwrap();
-            let (sql, url) = (locks.fence_sql(), url.clone());
-            async move {
-                let mut user = common::client(&url).await;
-                let tx = user
-                    .build_transaction()
-                    .isolation_level(level)
-                    .start()
-                    .await?;
-                tx.execute(&sql, &[&name, &token]).await?;
-                tx.commit().await
-            }
-        });
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        step.commit().await.unwrap();
-        let result = fenced.await.unwrap();
+        let args = format!("'slow', 30000000, '{id}', -1, -1, 30000000");
+        let step = open_step(&mut slow, &q, name, &args).await;
+        let result = fence_beside_open_step(&locks, &lock, level, step).await;
         assert!(
             result.is_ok(),
             "{level:?} round {round}: fence() failed while a waiter queued: {result:?}"
@@ -89,33 +104,9 @@ async fn fence_while_the_first_waiter_queues(level: IsolationLevel) {
     let name = "fence/first";
     let lock = locks.try_lock(name, "holder", TTL).await.unwrap().unwrap();
     let mut slow = common::client(&url).await;
-    let step = slow.transaction().await.unwrap();
-    let reply: Vec<i64> = step
-        .query_one(
-            &format!("SELECT {q}.acquire($1, 'w', 30000000, 'first-w', 5000000, -1, 30000000)"),
-            &[&name],
-        )
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(reply[0], 0, "queued: {reply:?}");
-    let fenced = tokio::spawn({
-        let token = i64::try_from(lock.token()).unwrap();
-        let (sql, url) = (locks.fence_sql(), url.clone());
-        async move {
-            let mut user = common::client(&url).await;
-            let tx = user
-                .build_transaction()
-                .isolation_level(level)
-                .start()
-                .await?;
-            tx.execute(&sql, &[&name, &token]).await?;
-            tx.commit().await
-        }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    step.commit().await.unwrap();
-    let result = fenced.await.unwrap();
+    let args = "'w', 30000000, 'first-w', 5000000, -1, 30000000";
+    let step = open_step(&mut slow, &q, name, args).await;
+    let result = fence_beside_open_step(&locks, &lock, level, step).await;
     assert!(
         result.is_ok(),
         "{level:?}: fence() failed while the first waiter queued: {result:?}"

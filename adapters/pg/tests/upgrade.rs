@@ -10,11 +10,13 @@ mod common;
 
 use std::time::Duration;
 
-use alkstore_pg::{PgConfig, PgLocks};
+use alkstore_pg::{PgConfig, PgLock, PgLocks};
+use tokio_postgres::Client;
 
 const TTL: Duration = Duration::from_secs(30);
 
-/// Undoes version 2 on `schema`: none of version 2's columns, objects or functions, a stale function of version 1 (`cancel(text, text)`), version 1 in `meta`.
+/// Undoes version 2 on `schema`: none of version 2's columns, objects or functions, a stale
+/// function of version 1 (`cancel(text, text)`).
 fn back_to_version_1(q: &str) -> String {
     format!(
         "DO $d$ DECLARE f regprocedure;
@@ -28,23 +30,51 @@ fn back_to_version_1(q: &str) -> String {
          ALTER TABLE {q}.leases DROP COLUMN long_name;
          ALTER TABLE {q}.waiters DROP COLUMN long_name;
          CREATE FUNCTION {q}.cancel(p_name text, p_id text) RETURNS void
-           LANGUAGE sql AS 'SELECT';
-         UPDATE {q}.meta SET version = 1;"
+           LANGUAGE sql AS 'SELECT';"
     )
+}
+
+/// A store on `schema` of the shared cluster (installing or upgrading it).
+async fn connect(schema: &str) -> PgLocks {
+    PgLocks::connect_with(&common::url(), PgConfig::new().with_schema(schema))
+        .await
+        .unwrap()
+}
+
+/// A fresh schema at the current version, a lease on `held` taken there (its store
+/// dropped), and a raw client: what each test downgrades.
+async fn schema_with_a_lease() -> (String, String, PgLock, Client) {
+    let schema = common::fresh_schema();
+    let q = format!("\"{schema}\"");
+    let first = connect(&schema).await;
+    let held = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
+    drop(first);
+    (schema, q, held, common::client(&common::url()).await)
+}
+
+/// Runs `undo` on the schema `q`, then records it as `version`.
+async fn downgrade(client: &Client, q: &str, undo: &str, version: i32) {
+    client
+        .batch_execute(&format!("{undo}\nUPDATE {q}.meta SET version = {version};"))
+        .await
+        .unwrap();
+}
+
+/// The schema's version, as its `meta` table records it.
+async fn version(client: &Client, q: &str) -> i32 {
+    client
+        .query_one(&format!("SELECT version FROM {q}.meta"), &[])
+        .await
+        .unwrap()
+        .get(0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
     let url = common::url();
-    let schema = common::fresh_schema();
-    let q = format!("\"{schema}\"");
-    let first = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
-        .await
-        .unwrap();
-    let held = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
+    let (schema, q, held, client) = schema_with_a_lease().await;
     let token = held.token();
     held.detach();
-    let client = common::client(&url).await;
     // A waiter of another process, queued behind it (alive for a minute).
     let queued: Vec<i64> = client
         .query_one(
@@ -55,8 +85,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
         .unwrap()
         .get(0);
     assert_eq!(queued[0], 0, "queued: {queued:?}");
-    drop(first);
-    client.batch_execute(&back_to_version_1(&q)).await.unwrap();
+    downgrade(&client, &q, &back_to_version_1(&q), 1).await;
 
     // Four stores connect at once: one upgrades, the others wait for it and find version 4.
     let connects: Vec<_> = (0..4)
@@ -72,12 +101,7 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
         stores.push(c.await.unwrap().expect("every connect succeeds"));
     }
     let locks = &stores[0];
-    let version: i32 = client
-        .query_one(&format!("SELECT version FROM {q}.meta"), &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(version, 4);
+    assert_eq!(version(&client, &q).await, 4);
     let stale: bool = client
         .query_one(
             &format!("SELECT to_regprocedure('{q}.cancel(text,text)') IS NULL"),
@@ -130,41 +154,23 @@ async fn a_version_1_schema_is_upgraded_in_place_with_its_rows() {
 /// gets version 4's functions, its rows kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_2_schema_gets_the_new_functions() {
-    let url = common::url();
-    let schema = common::fresh_schema();
-    let q = format!("\"{schema}\"");
-    let first = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
-        .await
-        .unwrap();
-    let lock = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
-    let client = common::client(&url).await;
+    let (schema, q, lock, client) = schema_with_a_lease().await;
     // Version 2's acquire() wrote `waiting = true` whether or not it was set; version 4's
     // writes nothing on the lease row when a waiter queues.
     let body = "SELECT pg_get_functiondef(p.oid) LIKE '%pg_catalog.nextval%' FROM pg_proc p \
                 WHERE p.pronamespace = to_regnamespace($1) AND p.proname = 'acquire'";
     let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
     assert!(is_new);
-    client
-        .batch_execute(&format!(
-            "CREATE OR REPLACE FUNCTION {q}.acquire(p_name text, p_owner text, p_ttl bigint, \
-               p_id text, p_wait bigint, p_wd bigint, p_hb bigint) RETURNS bigint[] \
-               LANGUAGE sql AS 'SELECT ARRAY[2, 0, 0, 0]::bigint[]'; \
-             UPDATE {q}.meta SET version = 2;"
-        ))
-        .await
-        .unwrap();
+    let old_acquire = format!(
+        "CREATE OR REPLACE FUNCTION {q}.acquire(p_name text, p_owner text, p_ttl bigint, \
+           p_id text, p_wait bigint, p_wd bigint, p_hb bigint) RETURNS bigint[] \
+           LANGUAGE sql AS 'SELECT ARRAY[2, 0, 0, 0]::bigint[]';"
+    );
+    downgrade(&client, &q, &old_acquire, 2).await;
     let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
     assert!(!is_new);
-    drop(first);
-    let locks = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
-        .await
-        .unwrap();
-    let version: i32 = client
-        .query_one(&format!("SELECT version FROM {q}.meta"), &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(version, 4);
+    let locks = connect(&schema).await;
+    assert_eq!(version(&client, &q).await, 4);
     let is_new: bool = client.query_one(body, &[&q]).await.unwrap().get(0);
     assert!(is_new, "version 4's acquire() is installed");
     assert_eq!(
@@ -179,40 +185,20 @@ async fn a_version_2_schema_gets_the_new_functions() {
 /// `search_path = pg_catalog, pg_temp`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_version_3_schema_gets_functions_with_a_fixed_search_path() {
-    let url = common::url();
-    let schema = common::fresh_schema();
-    let q = format!("\"{schema}\"");
-    let first = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
-        .await
-        .unwrap();
-    let lock = first.try_lock("held", "a", TTL).await.unwrap().unwrap();
-    drop(first);
-    let client = common::client(&url).await;
+    let (schema, q, lock, client) = schema_with_a_lease().await;
     let unpinned = "SELECT count(*) FROM pg_proc p WHERE p.pronamespace = to_regnamespace($1) \
                     AND p.proname <> '_k' \
                     AND NOT coalesce(p.proconfig, '{}') @> '{\"search_path=pg_catalog, pg_temp\"}'";
     let count: i64 = client.query_one(unpinned, &[&q]).await.unwrap().get(0);
     assert_eq!(count, 0);
-    client
-        .batch_execute(&format!(
-            "ALTER FUNCTION {q}.try_lock(text, text, bigint, text) RESET search_path; \
-             UPDATE {q}.meta SET version = 3;"
-        ))
-        .await
-        .unwrap();
+    let unpin = format!("ALTER FUNCTION {q}.try_lock(text, text, bigint, text) RESET search_path;");
+    downgrade(&client, &q, &unpin, 3).await;
     let count: i64 = client.query_one(unpinned, &[&q]).await.unwrap().get(0);
     assert_eq!(count, 1);
-    let locks = PgLocks::connect_with(&url, PgConfig::new().with_schema(&schema))
-        .await
-        .unwrap();
+    let locks = connect(&schema).await;
     let count: i64 = client.query_one(unpinned, &[&q]).await.unwrap().get(0);
     assert_eq!(count, 0, "version 4's functions are installed");
-    let version: i32 = client
-        .query_one(&format!("SELECT version FROM {q}.meta"), &[])
-        .await
-        .unwrap()
-        .get(0);
-    assert_eq!(version, 4);
+    assert_eq!(version(&client, &q).await, 4);
     assert_eq!(
         locks.holder("held").await.unwrap().unwrap().token(),
         lock.token()
