@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 use tokio::sync::OnceCell;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use crate::op::Op;
@@ -65,13 +66,29 @@ pub(crate) async fn open(
     Ok((client, driver))
 }
 
+/// How many times a message of [`pin`] runs again after it was cancelled.
+const PIN_RETRIES: usize = 3;
+
 /// Runs the engine's settings `pinned` on `client`: its first line (the timeouts) in a message
 /// of its own, since a message runs under the `statement_timeout` in force when it arrives (a
-/// role's 1 ms would cut the rest, which reads `pg_settings`).
+/// role's 1 ms would cut the rest, which reads `pg_settings`). A message cancelled (57014) is
+/// run again, up to [`PIN_RETRIES`] times (its statements only set settings): a role's 1 ms
+/// `statement_timeout` can cut even the first `SET`, or fire as a statement ends and cancel
+/// the next one, which the server then reports as "canceling statement due to user request".
 pub(crate) async fn pin(client: &Client, pinned: &str) -> Result<(), tokio_postgres::Error> {
     let (timeouts, rest) = pinned.split_once('\n').unwrap_or((pinned, ""));
-    client.batch_execute(timeouts).await?;
-    client.batch_execute(rest).await
+    for message in [timeouts, rest] {
+        let mut retries = 0;
+        loop {
+            match client.batch_execute(message).await {
+                Err(e) if retries < PIN_RETRIES && e.code() == Some(&SqlState::QUERY_CANCELED) => {
+                    retries += 1
+                }
+                done => break done?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Prepares every statement of `sql` on `conn`: false if one failed.
