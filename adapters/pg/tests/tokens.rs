@@ -97,7 +97,8 @@ async fn eight_clients_on_one_name_get_tokens_in_grant_order() {
 
 /// The trap, written on purpose: the token is taken before the row is locked (as an
 /// `INSERT .. VALUES (nextval(..)) ON CONFLICT DO UPDATE .. WHERE lapsed` would), with a
-/// short sleep in between to widen the window. The harness sees tokens go back.
+/// sleep of up to 10 ms in between to widen the window (2 ms let a loaded machine's clients
+/// run one after the other, and the trap went unseen once). The harness sees tokens go back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_harness_catches_a_token_taken_before_the_row_lock() {
     let schema = common::fresh_schema();
@@ -112,7 +113,7 @@ async fn the_harness_catches_a_token_taken_before_the_row_lock() {
             LANGUAGE plpgsql AS $$
             DECLARE v_token bigint := nextval('"{schema}".seq'); v_got bigint;
             BEGIN
-              PERFORM pg_sleep(random() * 0.002);
+              PERFORM pg_sleep(random() * 0.010);
               INSERT INTO "{schema}".lease VALUES (p_name, v_token)
                 ON CONFLICT (name) DO NOTHING RETURNING token INTO v_got;
               RETURN v_got;
