@@ -16,10 +16,10 @@ profile=release
 cargo build -q -p alkstore-idb-harness --target wasm32-unknown-unknown --profile "$profile"
 out=target/idb-www/pkg
 wasm-bindgen --target web --no-typescript --out-dir "$out" \
-  "target/wasm32-unknown-unknown/$profile/alkstore_idb_harness.wasm"
+  "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$profile/alkstore_idb_harness.wasm"
 if [ "$what" = demo ]; then
-  # The demo's pages and workers use the npm package (`make js`: target/js/pkg).
+  # The demo's pages and workers use the npm package (`make js`: target/js/pkg, or JS_OUT).
   scripts/js-build.sh >&2
-  set -- --package target/js/pkg "$@"
+  set -- --package "${JS_OUT:-target/js}/pkg" "$@"
 fi
 exec node "adapters/idb/harness/$what.mjs" "$out" "$@"

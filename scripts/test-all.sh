@@ -2,13 +2,15 @@
 # `make test`: every check and suite, from a fresh clone, in as little wall time as two cores
 # allow. The suites mostly wait (on servers, browsers, child processes, sleeps), the checks and
 # builds mostly compute, so they overlap:
-#   1. set-up and fmt (serial), then the server engines' test binaries are built;
-#   2. in the background, each in a log of its own: the Redis suites, the PostgreSQL suites, the
-#      tool's and the SQLite suites (the tool on servers of its own, CLI_REDIS_PORT and
-#      CLI_PG_PORT, so that it does not share the engines' ports), the browser suites one after
-#      the other (conformance, IndexedDB, the npm package), and the MSRV check (its own target
-#      dir and toolchain);
-#   3. in the foreground meanwhile: clippy, rustdoc, the native workspace tests, the demo, the
+#   1. set-up and fmt (serial);
+#   2. in the background from then on, each in a log of its own and in a target dir of its own
+#      (cargo locks a target dir while it compiles): the browser suites, in two parts that run
+#      at once (the conformance suite then the npm package; the IndexedDB engine's suites), in
+#      WEB_TARGET_DIR, and the MSRV check (its own target dir and toolchain);
+#   3. meanwhile, the server engines' test binaries are built, then in the background the Redis
+#      suites, the PostgreSQL suites, the tool's and the SQLite suites (the tool on servers of
+#      its own, CLI_REDIS_PORT and CLI_PG_PORT, so that it does not share the engines' ports);
+#   4. in the foreground meanwhile: clippy, rustdoc, the native workspace tests, the demo, the
 #      no_std builds, the downstream crate.
 # Every part's output goes to target/test-logs/<part>.log; a part that fails has its log shown
 # and fails the run (after the others have ended: no server or browser is left behind). The end
@@ -83,12 +85,29 @@ finish() {
 }
 export -f part timed_part
 export logs make
-trap 'for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done; exit 130' INT TERM
+# Stops every background part (its whole session: make, cargo, servers' wrappers, which then
+# stop their servers by pid) and waits for them.
+stop_all() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM -- "-$p" 2>/dev/null; done
+  wait
+}
+trap 'stop_all; exit 130' INT TERM
 
 foreground setup setup
 foreground fmt fmt-check
 [ ${#failed[@]} -eq 0 ] || exit 1
-# The engines' test binaries first, so that their suites start while the rest compiles.
+
+# The browser suites need no engine binary: they start at once, in a target dir of their own.
+# The two parts use different pages' ports (IndexedDB 8790-8799, npm package 8800-8809) and
+# packages (target/idb-js, target/js); wasm-bindgen-test-runner picks free ports.
+# Absolute: the suites run cargo from their crates' folders too.
+WEB_TARGET_DIR=${WEB_TARGET_DIR:-$PWD/target/web}
+CARGO_TARGET_DIR=$WEB_TARGET_DIR background browser test-browser test-js
+CARGO_TARGET_DIR=$WEB_TARGET_DIR background idb test-idb
+background msrv msrv
+
+# The engines' test binaries next, so that their suites start while the rest compiles.
 order+=(build-engines)
 started[build-engines]=$(date +%s)
 # The suites' own build-test-X targets, which build one package at a time: several -p in one
@@ -97,14 +116,12 @@ started[build-engines]=$(date +%s)
 (part build-engines build-test-redis build-test-pg build-test-sqlite build-test-cli
   s=$?; times >"$logs/build-engines.cpu"; exit $s)
 record build-engines $?
-[ ${#failed[@]} -eq 0 ] || exit 1
+if [ ${#failed[@]} -ne 0 ]; then stop_all; exit 1; fi
 
 background redis test-redis
 background pg test-pg
 CLI_REDIS_PORT=${CLI_REDIS_PORT:-6400} CLI_PG_PORT=${CLI_PG_PORT:-5438} \
   background cli-sqlite test-cli test-sqlite
-background msrv msrv
-background browser test-browser test-idb test-js
 foreground clippy clippy
 foreground doc doc
 foreground native test-native demo-check

@@ -18,7 +18,8 @@ die() { echo "test-js: error: $*" >&2; exit 1; }
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || die "Chromium not found at ${CHROMIUM:-/usr/bin/chromium}: run 'make setup' (as root)"
 
 echo "== alkstore-idb npm package: build and npm pack"
-tarball=$(scripts/js-build.sh | tee /dev/stderr | tail -1)
+# -a: tee must not truncate the file that standard error may be (make test's part log).
+tarball=$(scripts/js-build.sh | tee -a /dev/stderr | tail -1)
 
 echo "== alkstore-idb npm package: its TypeScript types, from the tarball, under tsc --strict"
 tests=adapters/idb/js/test

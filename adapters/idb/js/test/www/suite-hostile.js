@@ -122,7 +122,7 @@ test('300 requests for one name at once: 256 wait and are granted in request ord
   for (let i = 0; i < 300; i++) {
     rest.push(locks.request(name, () => { order.push(i); }).then(() => 'granted', (e) => e));
   }
-  await until(async () => (await locks.query()).pending.filter((p) => p.name === name).length === 256, 15000, '256 pending');
+  await until(async () => (await locks.query()).pending.filter((p) => p.name === name).length === 256, 45000, '256 pending');
   release.resolve();
   await first;
   const outcomes = await Promise.all(rest);

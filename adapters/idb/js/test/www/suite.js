@@ -32,7 +32,9 @@ export async function runAll({ db, label, only, ioTimeout, control }) {
     try {
       await Promise.race([
         t.fn({ locks, name, db, label }),
-        sleep(20000).then(() => { throw new AssertionError('timed out after 20 s'); }),
+        // Generous: a loaded machine (make test runs this beside compilers and the other
+        // browser suite) makes the 300-request test take several times its usual 2-4 s.
+        sleep(60000).then(() => { throw new AssertionError('timed out after 60 s'); }),
       ]);
       results.push({ name: t.name, ok: true, ms: performance.now() - t0 });
     } catch (e) {
