@@ -147,7 +147,7 @@ build-test-redis:
 	$(CARGO) build -q -p alkstore-redis-tools --bin failover
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
-## and with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench), try_lock+release with replica ack
+## then, with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench, attached only for these rows), try_lock+release with replica ack
 REDIS_BENCH_REPLICA_PORT ?= 6445
 bench-redis: redis-setup redis-port
 	$(CARGO) build --release -q -p alkstore-redis-tools --bin bench

@@ -110,13 +110,14 @@ impl RedisFallback {
 
 impl Fallback for RedisFallback {
     async fn run(self, job: Job) -> bool {
+        let cluster = matches!(self.source, Source::Cluster(_));
         let call = match &job {
             Job::Release { name, token, rid } => {
                 let args: [&dyn ToRedisArgsDyn; 3] = [token, rid, &self.mark_ms];
-                invocation(&SCRIPTS.release, &self.prefix, name, &args)
+                invocation(&SCRIPTS.release, &self.prefix, cluster, name, &args)
             }
             Job::Withdraw { name, id, .. } => {
-                invocation(&SCRIPTS.cancel, &self.prefix, name, &[id])
+                invocation(&SCRIPTS.cancel, &self.prefix, cluster, name, &[id])
             }
         };
         let Ok(mut conn) = self.source.connection().await else {

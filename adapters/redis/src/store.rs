@@ -62,7 +62,7 @@ impl Redis {
         name: &str,
         args: &[&dyn ToRedisArgsDyn],
     ) -> Result<T, LockError> {
-        let invocation = invocation(script, &self.prefix, name, args);
+        let invocation = invocation(script, &self.prefix, self.cluster(), name, args);
         let mut conn = self.conn.clone();
         #[cfg(feature = "test-clock")]
         let lose_reply = self.lose_next_reply.swap(false, Ordering::SeqCst);
@@ -112,7 +112,7 @@ impl Redis {
             .as_millis()
             .clamp(1, u128::from(u32::MAX));
         let mut pipe = redis::pipe();
-        pipe.add_command(evalsha(script, &self.prefix, name, args))
+        pipe.add_command(evalsha(script, &self.prefix, self.cluster(), name, args))
             .cmd("WAIT")
             .arg(replicas)
             .arg(u64::try_from(wait_ms).unwrap_or(u64::MAX));
@@ -183,6 +183,11 @@ impl Redis {
     /// A multiplexed connection to run other commands on (the snapshot's `SCAN`).
     pub(crate) fn connection(&self) -> Conn {
         self.conn.clone()
+    }
+
+    /// Whether the connection is to a Redis Cluster (whose scripts declare the guard key).
+    fn cluster(&self) -> bool {
+        matches!(self.conn, Conn::Cluster(_))
     }
 
     /// `{ns}:`, the prefix of every key of the namespace.

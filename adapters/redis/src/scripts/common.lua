@@ -1,7 +1,8 @@
 -- Shared by every script. KEYS[1] is the namespace prefix `{ns}:`; every key below starts with
--- it, so they all share one hash tag (one Redis Cluster slot). KEYS[2] is `{ns}:!`, never read
--- nor written: two declared keys that never exist keep a cluster from running a script while
--- the namespace's slot migrates (see cluster.rs). ARGV[1] is the lock's name.
+-- it, so they all share one hash tag (one Redis Cluster slot). On a cluster, KEYS[2] is `{ns}:!`,
+-- never read nor written: two declared keys that never exist keep a cluster from running a
+-- script while the namespace's slot migrates (see cluster.rs); elsewhere it is not passed.
+-- ARGV[1] is the lock's name.
 --
 -- Keys:
 --   {ns}:lock:<name>    hash: owner, token, dl (deadline, µs), waiter (id of the acquire or
