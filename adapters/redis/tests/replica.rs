@@ -41,11 +41,16 @@ fn pair(master_port: u16, replica_port: u16) -> (RedisServer, RedisServer) {
     (master, replica)
 }
 
+/// The ack timeout: generous, since a replica on a loaded machine (make test runs suites side
+/// by side) took more than 300 ms to acknowledge now and then; still well under the
+/// io_timeout, so that a refusal within it is the ack timeout's doing.
+const ACK: Duration = Duration::from_secs(1);
+
 fn acked(ns: &str, replicas: u32) -> RedisConfig {
     RedisConfig::new()
         .with_namespace(ns)
-        .with_io_timeout(Duration::from_secs(2))
-        .with_replica_ack(replicas, Duration::from_millis(300))
+        .with_io_timeout(Duration::from_secs(4))
+        .with_replica_ack(replicas, ACK)
 }
 
 fn expect_unavailable<T: std::fmt::Debug>(result: Result<T, LockError>) -> String {
@@ -133,11 +138,7 @@ fn a_grant_no_replica_acknowledges_is_unavailable_and_withdrawn() {
             message.contains("0 of 1 replicas acknowledged the grant"),
             "{message}"
         );
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < ACK * 3, "{:?}", started.elapsed());
         let message = expect_unavailable(held.renew(ttl).await);
         assert!(message.contains("renewal"), "{message}");
         // A waiter handed the lease while the replica is frozen is not told it holds it.
