@@ -2,16 +2,17 @@
 # `make test`: every check and suite, from a fresh clone, in as little wall time as two cores
 # allow. The suites mostly wait (on servers, browsers, child processes, sleeps), the checks and
 # builds mostly compute, so they overlap:
-#   1. set-up and fmt (serial);
-#   2. in the background from then on, each in a log of its own and in a target dir of its own
-#      (cargo locks a target dir while it compiles): the browser suites, in two parts that run
-#      at once (the conformance suite then the npm package; the IndexedDB engine's suites), in
-#      WEB_TARGET_DIR, and the MSRV check (its own target dir and toolchain);
-#   3. meanwhile, the server engines' test binaries are built, then in the background the Redis
-#      suites, the PostgreSQL suites, the tool's and the SQLite suites (the tool on servers of
-#      its own, CLI_REDIS_PORT and CLI_PG_PORT, so that it does not share the engines' ports);
-#   4. in the foreground meanwhile: clippy, rustdoc, the native workspace tests, the demo, the
+#   1. set-up and fmt (serial), then the server engines' test binaries are built;
+#   2. in the background, each in a log of its own: the Redis suites, the PostgreSQL suites, the
+#      tool's and the SQLite suites (the tool on servers of its own, CLI_REDIS_PORT and
+#      CLI_PG_PORT, so that it does not share the engines' ports), the browser suites one after
+#      the other (conformance, IndexedDB, the npm package), and the MSRV check (its own target
+#      dir and toolchain);
+#   3. in the foreground meanwhile: clippy, rustdoc, the native workspace tests, the demo, the
 #      no_std builds, the downstream crate.
+# (Starting the browser suites and the MSRV check before the engines' build, in target dirs of
+# their own, was tried: a cold run took 31 min against 17, the four compilers fighting over two
+# cores.)
 # Every part's output goes to target/test-logs/<part>.log; a part that fails has its log shown
 # and fails the run (after the others have ended: no server or browser is left behind). The end
 # is a table of parts, outcomes and wall times.
@@ -97,17 +98,7 @@ trap 'stop_all; exit 130' INT TERM
 foreground setup setup
 foreground fmt fmt-check
 [ ${#failed[@]} -eq 0 ] || exit 1
-
-# The browser suites need no engine binary: they start at once, in a target dir of their own.
-# The two parts use different pages' ports (IndexedDB 8790-8799, npm package 8800-8809) and
-# packages (target/idb-js, target/js); wasm-bindgen-test-runner picks free ports.
-# Absolute: the suites run cargo from their crates' folders too.
-WEB_TARGET_DIR=${WEB_TARGET_DIR:-$PWD/target/web}
-CARGO_TARGET_DIR=$WEB_TARGET_DIR background browser test-browser test-js
-CARGO_TARGET_DIR=$WEB_TARGET_DIR background idb test-idb
-background msrv msrv
-
-# The engines' test binaries next, so that their suites start while the rest compiles.
+# The engines' test binaries first, so that their suites start while the rest compiles.
 order+=(build-engines)
 started[build-engines]=$(date +%s)
 # The suites' own build-test-X targets, which build one package at a time: several -p in one
@@ -122,6 +113,8 @@ background redis test-redis
 background pg test-pg
 CLI_REDIS_PORT=${CLI_REDIS_PORT:-6400} CLI_PG_PORT=${CLI_PG_PORT:-5438} \
   background cli-sqlite test-cli test-sqlite
+background msrv msrv
+background browser test-browser test-idb test-js
 foreground clippy clippy
 foreground doc doc
 foreground native test-native demo-check
