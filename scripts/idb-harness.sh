@@ -18,8 +18,8 @@ out=target/idb-www/pkg
 wasm-bindgen --target web --no-typescript --out-dir "$out" \
   "${CARGO_TARGET_DIR:-target}/wasm32-unknown-unknown/$profile/alkstore_idb_harness.wasm"
 if [ "$what" = demo ]; then
-  # The demo's pages and workers use the npm package (`make js`: target/js/pkg, or JS_OUT).
+  # The demo's pages and workers use the npm package (`make js`: target/js/pkg).
   scripts/js-build.sh >&2
-  set -- --package "${JS_OUT:-target/js}/pkg" "$@"
+  set -- --package target/js/pkg "$@"
 fi
 exec node "adapters/idb/harness/$what.mjs" "$out" "$@"

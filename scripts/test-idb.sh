@@ -98,10 +98,8 @@ node_part scenarios "idb scenarios" node adapters/idb/harness/scenarios.mjs targ
 scenarios=$passed
 
 echo "== alkstore-idb: the demo page (a leader election on the npm package), headless"
-# A package of its own (not make test-js's target/js), so that the two suites can run at once.
-export JS_OUT=target/idb-js
 run demo-package scripts/js-build.sh
-run demo node adapters/idb/harness/demo.mjs target/idb-www/pkg --package "$JS_OUT/pkg"
+run demo node adapters/idb/harness/demo.mjs target/idb-www/pkg --package target/js/pkg
 grep -E '^  (ok  |FAIL) ' "$log/demo" || true
 grep -q '^demo-web: ok' "$log/demo" || fail "$log/demo" "the demo did not report 'demo-web: ok'"
 tail -1 "$log/demo"
