@@ -18,17 +18,9 @@ fn child() {
 #[test]
 fn four_processes_200_cycles_on_4_names_never_overlap_and_tokens_follow_the_log() {
     let dir = Scratch::new();
-    let path = dir.file("locks.db");
-    let log = dir.file("log");
-    std::fs::write(&log, "").unwrap();
-    runtime().block_on(async {
-        drop(alkstore_sqlite::open(&path).await.unwrap());
-    });
     let rounds = 200;
     let started = Instant::now();
-    let procs: Vec<Proc> = (0..4)
-        .map(|id| Proc::spawn("cycles", &path, &format!("{id},{},{rounds}", log.display())))
-        .collect();
+    let (_, log, procs) = logging_children(&dir, "cycles", 4, rounds);
     for p in procs {
         p.wait_ok();
     }
@@ -39,6 +31,26 @@ fn four_processes_200_cycles_on_4_names_never_overlap_and_tokens_follow_the_log(
         "4 processes x {rounds} cycles: {enters} leases in {took:?} ({:.0} µs per lease)",
         took.as_micros() as f64 / enters as f64
     );
+}
+
+/// The file `locks.db` in `dir`, its tables made, and `count` children in `role`, each given
+/// its id, the shared log (`log` in `dir`, empty) and `rounds`: the file, the log, the children.
+fn logging_children(
+    dir: &Scratch,
+    role: &str,
+    count: usize,
+    rounds: usize,
+) -> (std::path::PathBuf, std::path::PathBuf, Vec<Proc>) {
+    let path = dir.file("locks.db");
+    let log = dir.file("log");
+    std::fs::write(&log, "").unwrap();
+    runtime().block_on(async {
+        drop(alkstore_sqlite::open(&path).await.unwrap());
+    });
+    let procs = (0..count)
+        .map(|id| Proc::spawn(role, &path, &format!("{id},{},{rounds}", log.display())))
+        .collect();
+    (path, log, procs)
 }
 
 /// Checks a log of `enter`/`exit` lines: no overlap on a name, tokens strictly growing per
@@ -75,22 +87,8 @@ fn check_log(text: &str) -> usize {
 #[test]
 fn three_processes_try_locking_one_name_never_overlap_while_the_clock_steps_back() {
     let dir = Scratch::new();
-    let path = dir.file("locks.db");
-    let log = dir.file("log");
-    std::fs::write(&log, "").unwrap();
-    runtime().block_on(async {
-        drop(alkstore_sqlite::open(&path).await.unwrap());
-    });
     let rounds = 150;
-    let procs: Vec<Proc> = (0..3)
-        .map(|id| {
-            Proc::spawn(
-                "try_cycles",
-                &path,
-                &format!("{id},{},{rounds}", log.display()),
-            )
-        })
-        .collect();
+    let (path, log, procs) = logging_children(&dir, "try_cycles", 3, rounds);
     let conn = common::raw(&path);
     let floor = |conn: &rusqlite::Connection| -> i64 {
         conn.query_row(
