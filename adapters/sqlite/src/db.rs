@@ -83,7 +83,10 @@ impl Db {
         while shm_deleted_under_another_process(path) {
             if Instant::now() >= until {
                 return Err(unavailable(format!(
-                    "sqlite: {shown}: its -shm (the WAL index and write lock) is missing while                      another process has the file open: it was deleted under that process, and                      opening now would make a second, separate one (two holders of one name, a                      corrupted file); stop the processes using the file, then open it again"
+                    "sqlite: {shown}: its -shm (the WAL index and write lock) is missing while \
+                     another process has the file open: it was deleted under that process, and \
+                     opening now would make a second, separate one (two holders of one name, a \
+                     corrupted file); stop the processes using the file, then open it again"
                 )));
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -172,7 +175,9 @@ impl Db {
         };
         if db.files.missing_side() {
             return Err(Opening::Refused(
-                "its -wal or -shm is missing right after opening: deleted while another                  connection of this process had the file open (close every store on the file,                  then open it again)"
+                "its -wal or -shm is missing right after opening: deleted while another \
+                 connection of this process had the file open (close every store on the file, \
+                 then open it again)"
                     .into(),
             ));
         }

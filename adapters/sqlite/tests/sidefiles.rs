@@ -47,6 +47,7 @@ fn a_deleted_shm_keeps_another_process_out_and_the_store_refuses_everything() {
         let refused = |what: &str, err: alkstore_mem::LockError| {
             let text = err.to_string();
             assert!(text.contains("-shm"), "{what}: {text}");
+            assert!(!text.contains("  "), "{what}: single-spaced: {text}");
         };
         refused(
             "try_lock after",
@@ -62,6 +63,15 @@ fn a_deleted_shm_keeps_another_process_out_and_the_store_refuses_everything() {
         assert!(
             said.starts_with("refused") && said.contains("-shm"),
             "B must not open the file on a new -shm while A has it open: {said}"
+        );
+        assert!(!said.contains("  "), "single-spaced: {said}");
+        // A second store in this process would share the deleted -shm: refused too.
+        refused(
+            "a second store in this process",
+            alkstore_sqlite::open_with(&path, config())
+                .await
+                .map(drop)
+                .unwrap_err(),
         );
         // A refuses everything, saying why (its lease lapses at its deadline).
         refused(
