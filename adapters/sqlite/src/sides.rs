@@ -106,6 +106,14 @@ impl Files {
 /// Whether the `-shm` of `path` is missing while another process holds a lock on SQLite's
 /// lock bytes of the database file (so that process has the file open, on a `-shm` that was
 /// deleted). Read from `/proc/locks` (Linux): `false` elsewhere, or when it cannot be read.
+///
+/// The kernel writes `/proc/locks` at most a page per `read(2)`, walking its list of locks
+/// afresh each time: a lock released by anybody between two reads shifts the list, and the
+/// line after the cut is never shown. So the table is read with one large buffer (one
+/// `read` for up to a page: one consistent snapshot; `std::fs::read_to_string` reads in
+/// chunks from 32 bytes, and under load a process's lock went unseen in one read out of a
+/// few), and a table longer than that is read up to [`PROC_LOCKS_READS`] times: a lock
+/// shown in any of them is held.
 pub(crate) fn shm_deleted_under_another_process(path: &Path) -> bool {
     if identity(&side(path, "-shm")).is_some() {
         return false;
@@ -113,10 +121,47 @@ pub(crate) fn shm_deleted_under_another_process(path: &Path) -> bool {
     let Some((dev, ino)) = identity(path) else {
         return false;
     };
-    let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
-        return false;
-    };
-    held_by_another(&locks, dev, ino, std::process::id())
+    for _ in 0..PROC_LOCKS_READS {
+        let Some((locks, whole)) = proc_locks() else {
+            return false;
+        };
+        if held_by_another(&locks, dev, ino, std::process::id()) {
+            return true;
+        }
+        if whole {
+            return false;
+        }
+    }
+    false
+}
+
+/// How many times a `/proc/locks` too long for one `read(2)` is read (see
+/// [`shm_deleted_under_another_process`]).
+const PROC_LOCKS_READS: usize = 4;
+
+/// The text of `/proc/locks`, and whether it came in one `read(2)` (then it is one
+/// consistent snapshot). `None` when it cannot be read.
+fn proc_locks() -> Option<(String, bool)> {
+    use std::io::Read;
+    let mut file = std::fs::File::open("/proc/locks").ok()?;
+    let mut text = vec![0u8; 64 * 1024];
+    let (mut len, mut reads) = (0, 0);
+    loop {
+        if len == text.len() {
+            text.resize(len * 2, 0);
+        }
+        match file.read(&mut text[len..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                len += n;
+                reads += 1;
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    text.truncate(len);
+    Some((String::from_utf8(text).ok()?, reads <= 1))
 }
 
 /// SQLite's lock bytes on Unix: from `PENDING_BYTE` (1 GiB) for 512 bytes.

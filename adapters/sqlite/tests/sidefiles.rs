@@ -119,6 +119,51 @@ fn a_deleted_shm_keeps_another_process_out_and_the_store_refuses_everything() {
     assert_eq!(paid, 0);
 }
 
+/// The check that keeps B out reads `/proc/locks`, which other processes' locks enter and
+/// leave all the time: A's lock must be seen in every read (a table read in chunks missed
+/// it, under load, in one read out of a few).
+#[test]
+fn another_process_on_a_deleted_shm_is_seen_while_other_locks_come_and_go() {
+    let dir = Scratch::new();
+    let path = dir.file("app.db");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    runtime().block_on(async {
+        let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
+        let _lock = locks
+            .try_lock("x", "A", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .expect("free");
+        std::fs::remove_file(dir.file("app.db-shm")).unwrap();
+        // Files of their own, written in short transactions: SQLite takes and releases its
+        // locks on their -shm each time.
+        let churn: Vec<_> = (0..3)
+            .map(|i| {
+                let (other, stop) = (dir.file(&format!("other{i}.db")), stop.clone());
+                std::thread::spawn(move || {
+                    let conn = raw(&other);
+                    conn.execute_batch(
+                        "PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER);
+                         INSERT INTO t VALUES (0);",
+                    )
+                    .unwrap();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        conn.execute("UPDATE t SET n = n + 1", []).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut other = Proc::spawn("open_many", &path, "300");
+        let said = other.next();
+        other.wait_ok();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for thread in churn {
+            thread.join().unwrap();
+        }
+        assert_eq!(said, "refused 300", "B opened the file on a new -shm");
+    });
+}
+
 #[test]
 fn a_deleted_wal_makes_the_store_refuse_everything() {
     let dir = Scratch::new();
