@@ -5,7 +5,8 @@
 #      beside it through `new URL(.., import.meta.url)`: a page, a worker and Vite alike);
 #   3. package.json, index.js, lib/*.js, index.d.ts, README.md and the licences beside it, then
 #      `npm pack` into target/js/ (alkstore-idb-<version>.tgz);
-#   (the build follows CARGO_TARGET_DIR.)
+#   (the build follows CARGO_TARGET_DIR; JS_OUT, target/js by default, is where the package
+#   goes: make test's browser parts build it twice side by side, into two directories.)
 #   4. a check that the tarball lists the .wasm, the .js, the .d.ts and the README, and the
 #      package's size: wasm + JS, raw and gzipped.
 # Prints the tarball's path last. Fails loudly when wasm-bindgen or npm is missing.
@@ -15,7 +16,7 @@ die() { echo "js-build: error: $*" >&2; exit 1; }
 command -v wasm-bindgen >/dev/null || die "wasm-bindgen not found: run 'make setup'"
 command -v npm >/dev/null || die "npm not found: run 'make idb-setup'"
 src=adapters/idb/js
-out=target/js
+out=${JS_OUT:-target/js}
 pkg=$out/pkg
 profile=wasm-size
 

@@ -5,11 +5,11 @@
 #   1. set-up and fmt (serial), then the server engines' test binaries are built;
 #   2. in the background, each in a log of its own: the Redis suites, the PostgreSQL suites, the
 #      tool's and the SQLite suites (the tool on servers of its own, CLI_REDIS_PORT and
-#      CLI_PG_PORT, so that it does not share the engines' ports), the browser suites one after
-#      the other (conformance, IndexedDB, the npm package), and the MSRV check (its own target
-#      dir and toolchain);
-#   3. in the foreground meanwhile: clippy, rustdoc, the native workspace tests, the demo, the
-#      no_std builds, the downstream crate.
+#      CLI_PG_PORT, so that it does not share the engines' ports), the browser suites in two
+#      parts (the conformance suite and the npm package; IndexedDB), and the MSRV check (its own
+#      target dir and toolchain, nice 10);
+#   3. in the foreground meanwhile, at nice 10 (the suites first): clippy, rustdoc, the native
+#      workspace tests, the demo, the no_std builds, the downstream crate.
 # (Starting the browser suites and the MSRV check before the engines' build, in target dirs of
 # their own, was tried: a cold run took 31 min against 17, the four compilers fighting over two
 # cores.)
@@ -24,6 +24,10 @@ rm -rf "$logs"
 mkdir -p "$logs"
 make="make -s --no-print-directory"
 began=$(date +%s)
+# No incremental compilation: a cold run writes incremental caches nobody reads (a cold
+# `cargo test -p alkstore-pg --no-run` took 165 CPU-s without them, 193 with them). A developer's
+# own cargo commands keep the default.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 declare -A started ended status
 order=()
 failed=()
@@ -35,8 +39,8 @@ part() { # name target...
   shift
   local t
   for t in "$@"; do
-    echo "== make $t" >>"$logs/$name.log"
-    $make "$t" >>"$logs/$name.log" 2>&1 || return $?
+    echo "== make $t (at $(($(date +%s) - began)) s)" >>"$logs/$name.log"
+    ${PART_NICE:+nice -n "$PART_NICE"} $make "$t" >>"$logs/$name.log" 2>&1 || return $?
   done
 }
 # Runs part $1 in a shell of its own and writes the CPU time it and its children used (user and
@@ -85,7 +89,7 @@ finish() {
   pids=()
 }
 export -f part timed_part
-export logs make
+export logs make began
 # Stops every background part (its whole session: make, cargo, servers' wrappers, which then
 # stop their servers by pid) and waits for them.
 stop_all() {
@@ -113,12 +117,19 @@ background redis test-redis
 background pg test-pg
 CLI_REDIS_PORT=${CLI_REDIS_PORT:-6400} CLI_PG_PORT=${CLI_PG_PORT:-5438} \
   background cli-sqlite test-cli test-sqlite
-background msrv msrv
-background browser test-browser test-idb test-js
-foreground clippy clippy
-foreground doc doc
-foreground native test-native demo-check
-foreground builds nostd check-downstream
+PART_NICE=10 background msrv msrv
+# The browser suites in two parts (their pages on ports of their own; the npm package built into
+# a directory of each): they mostly wait on Chromium's timers, and the browser part was the
+# longest of a run (1204 s of a 1777 s one).
+JS_OUT=target/js-test background browser test-browser test-js
+background idb test-idb
+# The checks and builds below compute, and yield the CPU to the suites (nice 10): a renewal or
+# a wake-up stuck behind a compiler fails a timing-bound suite, a compiler behind a suite only
+# ends a little later.
+PART_NICE=10 foreground clippy clippy
+PART_NICE=10 foreground doc doc
+PART_NICE=10 foreground native test-native demo-check
+PART_NICE=10 foreground builds nostd check-downstream
 finish
 
 echo
