@@ -2,7 +2,7 @@
 //! prepared statements.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::AtomicUsize;
 
 use tokio::sync::OnceCell;
 use tokio_postgres::error::SqlState;
@@ -17,10 +17,6 @@ pub(crate) struct Conn {
     pub(crate) statements: [OnceCell<Statement>; Op::COUNT],
     /// How many calls are in flight on it.
     pub(crate) in_flight: AtomicUsize,
-    /// How many replies it has brought back (answers and errors of the server alike): a
-    /// call cut by its `io_timeout` after this moved was queued on a connection that is
-    /// slow, not hung.
-    pub(crate) replies: AtomicU64,
 }
 
 impl Conn {
@@ -30,7 +26,6 @@ impl Conn {
             client,
             statements: Default::default(),
             in_flight: AtomicUsize::new(0),
-            replies: AtomicU64::new(0),
         })
     }
 }

@@ -64,23 +64,12 @@ impl Op {
         !matches!(self, Op::TryLock | Op::Acquire | Op::ForceRelease)
     }
 
-    /// Whether it never uses the pool's last connection (of two or more), so that however
-    /// many of these are in flight, a holder's renewals and releases and the reads find a
-    /// connection that none of them queues on: the calls made in a loop against a busy name
-    /// (a `try_lock` poller, a waiting `acquire`'s steps), and withdrawals, which come in
-    /// bursts as long as callers give up on their waits (a dropped `acquire` withdraws from
-    /// its guard, again from its step's task, and each once more an `io_timeout` later) and
-    /// wait on that name's row lock behind the steps.
-    pub(crate) fn keeps_off_reserved(self) -> bool {
-        matches!(self, Op::TryLock | Op::Acquire | Op::Cancel)
-    }
-
-    /// Whether it is a holder's call on its own lease (a renewal, a release, `is_held`; the
-    /// release of a dropped handle too, which the engine cannot tell apart): these go to the
-    /// pool's last connection (of two or more) while it carries fewer than the lead depth,
-    /// so that a `keep_alive` does not queue behind pollers or withdrawals.
-    pub(crate) fn holds(self) -> bool {
-        matches!(self, Op::Renew | Op::Release | Op::IsHeld)
+    /// Whether callers make it in a loop against a busy name (a `try_lock` poller, a waiting
+    /// `acquire`'s steps): these never use the pool's last connection (of two or more), so
+    /// that however many poll, a holder's renewals and releases, withdrawals and reads find
+    /// a connection that no poller queues on.
+    pub(crate) fn polls(self) -> bool {
+        matches!(self, Op::TryLock | Op::Acquire)
     }
 
     /// Every operation, in discriminant order.

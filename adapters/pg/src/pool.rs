@@ -57,18 +57,11 @@ const LEAD_DEPTH: usize = 4;
 /// The pool: `size` connection slots, filled on demand (or by `warm`), each connection
 /// shared by concurrent calls. Calls go to the first connection while it carries fewer than
 /// [`LEAD_DEPTH`]; beyond that, to the least busy one (opening more, up to `size`). Calls
-/// that contend for a busy name, and withdrawals ([`Op::keeps_off_reserved`]), never use the
-/// last slot (of two or more), and a holder's renewals, releases and `is_held`
-/// ([`Op::holds`]) go there first: a `keep_alive` and the reads find a connection that no
-/// poller and no burst of withdrawals queues on.
+/// that contend for a busy name ([`Op::polls`]) never use the last slot (of two or more): a
+/// holder's renewals and releases and the reads find a connection no poller queues on.
 pub(crate) struct Pool {
     config: tokio_postgres::Config,
     slots: Mutex<Vec<Option<Arc<Conn>>>>,
-    /// One per slot, held while a connection is opened for it: the calls that find a slot
-    /// empty at once wait for one connection instead of each opening its own (after an
-    /// eviction on a loaded machine, dozens would, each a server process, and each connect
-    /// slower for the others).
-    opening: Vec<tokio::sync::Mutex<()>>,
     io_timeout: Duration,
     lock_wait: Duration,
     pinned: String,
@@ -78,24 +71,18 @@ pub(crate) struct Pool {
 }
 
 /// Marks a call in flight on a connection; if the call is dropped before it ends (its
-/// `io_timeout` ran out) and the connection brought back no reply meanwhile, the connection
-/// is taken out of its slot, so that the next call opens a fresh one instead of queueing
-/// behind a connection that may be hung. One that did bring replies back is answering, only
-/// slowly (the call was queued behind others on a loaded machine): it stays, since a new
-/// connection would be no quicker and opening one costs the server a process.
+/// `io_timeout` ran out), the connection is taken out of its slot, so that the next call
+/// opens a fresh one instead of queueing behind a connection that may be hung.
 struct InFlight<'a> {
     pool: &'a Pool,
     conn: Arc<Conn>,
-    /// The connection's reply count when the call was sent.
-    replies: u64,
     done: bool,
 }
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.conn.in_flight.fetch_sub(1, Ordering::Relaxed);
-        let answering = self.conn.replies.load(Ordering::Relaxed) != self.replies;
-        if !self.done && !answering {
+        if !self.done {
             self.pool.evict(&self.conn);
         }
     }
@@ -132,9 +119,6 @@ impl Pool {
         Pool {
             config,
             slots: Mutex::new(vec![None; size.max(1)]),
-            opening: (0..size.max(1))
-                .map(|_| tokio::sync::Mutex::new(()))
-                .collect(),
             io_timeout,
             lock_wait,
             pinned,
@@ -209,25 +193,18 @@ impl Pool {
         }
     }
 
-    /// The connection for the next call of `op`: for an [`Op::holds`], the last one (of two
-    /// or more) while it is open and carries fewer than [`LEAD_DEPTH`] calls; else the first
-    /// open one while it carries fewer than that; else an empty slot's new connection; else
-    /// the least busy (of all slots but the last, for an [`Op::keeps_off_reserved`] when
-    /// there are two or more).
+    /// The connection for the next call of `op`: the first open one while it carries fewer
+    /// than [`LEAD_DEPTH`] calls; else an empty slot's new connection; else the least busy
+    /// (of all slots but the last, for an [`Op::polls`] when there are two or more).
     async fn pick(&self, op: Op) -> Result<Arc<Conn>, LockError> {
         let empty = {
             let mut slots = self.lock();
-            let reserved = slots.len().checked_sub(1).filter(|&last| last > 0);
-            if let Some(Some(conn)) = reserved.filter(|_| op.holds()).map(|last| &slots[last]) {
-                if !conn.client.is_closed() && conn.in_flight.load(Ordering::Relaxed) < LEAD_DEPTH {
-                    return Ok(Arc::clone(conn));
-                }
-            }
             let mut best: Option<Arc<Conn>> = None;
             let mut empty = None;
-            let usable = match reserved {
-                Some(last) if op.keeps_off_reserved() => last,
-                _ => slots.len(),
+            let usable = if op.polls() && slots.len() > 1 {
+                slots.len() - 1
+            } else {
+                slots.len()
             };
             for (i, slot) in slots.iter_mut().take(usable).enumerate() {
                 if slot.as_ref().is_some_and(|c| c.client.is_closed()) {
@@ -258,20 +235,9 @@ impl Pool {
                 (empty, _) => empty,
             }
         };
-        // One connection opened for the slot at a time: a call that waited for another's
-        // takes it.
-        let _opening = match empty.and_then(|i| self.opening.get(i)) {
-            Some(opening) => Some(opening.lock().await),
-            None => None,
-        };
-        if let Some(Some(conn)) = empty.map(|i| self.lock()[i].clone()) {
-            if !conn.client.is_closed() {
-                return Ok(conn);
-            }
-        }
         let conn = Conn::new(self.connect().await?);
         let mut slots = self.lock();
-        // If the slot was filled meanwhile (by `warm`), this connection serves this call only.
+        // If another call filled the slot meanwhile, this connection serves this call only.
         if let Some(slot @ None) = empty.and_then(|i| slots.get_mut(i)) {
             *slot = Some(Arc::clone(&conn));
         }
@@ -351,18 +317,13 @@ impl Pool {
         loop {
             let conn = self.pick(op).await.map_err(Fail::Down)?;
             conn.in_flight.fetch_add(1, Ordering::Relaxed);
-            let replies = conn.replies.load(Ordering::Relaxed);
             let mut flight = InFlight {
                 pool: self,
                 conn,
-                replies,
                 done: false,
             };
             let result = self.run(&flight.conn, op, params).await;
             flight.done = true;
-            if !matches!(&result, Err(e) if e.is_closed()) {
-                flight.conn.replies.fetch_add(1, Ordering::Relaxed);
-            }
             match result {
                 Ok(rows) => return Ok(rows),
                 Err(e) => {
