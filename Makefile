@@ -173,7 +173,7 @@ demo-redis: redis-setup redis-port
 ## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, and the
 ## pooler tests their own PgBouncers on 6439 (session) and 6440 (transaction), which PG_PORT
 ## must avoid (refused). No other server is touched.
-.PHONY: pg-setup pg-port test-pg build-test-pg bench-pg demo-pg
+.PHONY: pg-setup pg-port test-pg test-pg-cancel print-pg-cancel build-test-pg bench-pg demo-pg
 PG_PORT ?= 5439
 PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455 6439 6440
 
@@ -187,9 +187,18 @@ pg-setup:
 	@scripts/pg-setup.sh
 
 ## test-pg: every PostgreSQL suite (contract, conformance, tokens, fencing, multi-process,
-## faults) against a real server
+## faults) against a real server; PG_TEST_ARGS go to cargo test (make test skips the two tests
+## of test-pg-cancel here, and runs them at its end)
+PG_TEST_ARGS ?=
+PG_CANCEL_UNDER_LOAD := a_holders_keep_alive_survives_callers_that_time_out_around_it request_timeouts_on_acquire_leave_an_unrelated_keep_alive_its_lease
 test-pg: pg-setup pg-port build-test-pg
-	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg $(PG_TEST_ARGS)
+
+## test-pg-cancel: the two cancel-safety tests that bound a holder's renewals while 10 tasks drop
+## hundreds of acquires a second around it (tests/cancel.rs): make test runs them last, alone on
+## the machine, since the compilers' load beside them is not the engine's
+test-pg-cancel: pg-setup pg-port build-test-pg
+	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg --test cancel -- --exact $(PG_CANCEL_UNDER_LOAD)
 
 ## build-test-pg: the binaries test-pg runs, built before its server starts
 build-test-pg:
@@ -308,3 +317,7 @@ demo-sqlite:
 	$(CARGO) build -q -p alkstore-sqlite-tools --bin sqlite-demo
 	$(CARGO) run -q -p alkstore-sqlite-tools --bin sqlite-demo
 ## end sqlite ------------------------------------------------------------------------------
+
+## print-pg-cancel: the names of test-pg-cancel's tests (for scripts/test-all.sh)
+print-pg-cancel:
+	@echo $(PG_CANCEL_UNDER_LOAD)
