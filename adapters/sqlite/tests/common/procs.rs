@@ -130,6 +130,24 @@ pub fn child() {
             }
             std::process::exit(0);
         }
+        if role == "begin_immediate" {
+            // Tries to take the WAL write lock (busy timeout `arg` ms): "busy" or "took"
+            // (then rolls back at once: nothing is written).
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.busy_timeout(Duration::from_millis(arg.parse().unwrap()))
+                .unwrap();
+            match conn.execute_batch("BEGIN IMMEDIATE") {
+                Ok(()) => {
+                    conn.execute_batch("ROLLBACK").unwrap();
+                    say("took");
+                }
+                Err(err) if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
+                    say("busy");
+                }
+                Err(err) => say(format!("error {err}")),
+            }
+            std::process::exit(0);
+        }
         let locks = alkstore_sqlite::open_with(&path, config()).await.unwrap();
         match role.as_str() {
             "cycles" => cycles(&locks, &arg).await,
