@@ -15,7 +15,9 @@
 //!   of the wake-up latency on a loaded machine.);
 //! - elsewhere (or when the watch cannot be set) it reads the 48-byte WAL-index header at the
 //!   start of the `-shm` file every millisecond (one `pread`, no lock, no SQLite call: every
-//!   commit changes it), and a commit made by this process nudges it at once;
+//!   commit changes it), and a commit made by this process nudges it at once (the `-shm`
+//!   is read through the process's one shared descriptor of it, never closed while this
+//!   process may hold SQLite's locks on it: see [`crate::shm`]);
 //! - every 100 ms it also asks `PRAGMA data_version` on a read connection, in case the
 //!   watched file cannot be read or was replaced.
 //!
@@ -27,7 +29,6 @@
 //! sleeper re-checks once, so a lost bell costs time, never a lease.
 
 use std::fmt;
-use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -132,7 +133,8 @@ fn watch(path: &std::path::Path, config: &SqliteConfig, tx: &mpsc::UnboundedSend
     };
     let mut shm_path = path.as_os_str().to_owned();
     shm_path.push("-shm");
-    let shm = File::open(&shm_path).ok();
+    // Never a descriptor of its own: closing it would drop this process's SQLite locks.
+    let shm = crate::shm::open_shared(std::path::Path::new(&shm_path));
     let header = |buf: &mut [u8; 48]| {
         shm.as_ref()
             .is_some_and(|f| f.read_exact_at(buf, 0).is_ok())

@@ -113,7 +113,11 @@ fn a_dropped_store_leaves_the_users_write_lock_in_place() {
     let user = user(&path);
     let watcher = rt.block_on(start_watcher(&locks, 300));
     begin_write(&user);
-    assert_eq!(another_process_begins(&path), "busy", "while the store is open");
+    assert_eq!(
+        another_process_begins(&path),
+        "busy",
+        "while the store is open"
+    );
 
     rt.block_on(async move { drop(locks) });
     ended(&watcher);
