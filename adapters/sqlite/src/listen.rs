@@ -15,11 +15,12 @@
 //!   of the wake-up latency on a loaded machine.);
 //! - elsewhere (or when the watch cannot be set) it reads the 48-byte WAL-index header at the
 //!   start of the `-shm` file every millisecond (one `pread`, no lock, no SQLite call: every
-//!   commit changes it), and a commit made by this process nudges it at once (the `-shm`
-//!   is read through the process's one shared descriptor of it, never closed while this
-//!   process may hold SQLite's locks on it: see [`crate::shm`]);
+//!   commit changes it), and a commit made by this process nudges it at once;
 //! - every 100 ms it also asks `PRAGMA data_version` on a read connection, in case the
 //!   watched file cannot be read or was replaced.
+//!
+//! The header is read through the process's one shared descriptor of the `-shm`, never
+//! closed while this process may hold SQLite's locks on that file (see [`crate::shm`]).
 //!
 //! Only when something changed does it read the new bells (one indexed query on a read
 //! connection; WAL readers never wait for the writer).

@@ -1,8 +1,8 @@
 //! SQLite's locks on the `-shm` file (the WAL write lock, the read marks) are POSIX record
 //! locks: closing ANY descriptor of that file drops ALL of this process's locks on it,
 //! including those of connections the store does not own (the user's own connection, in a
-//! fenced transaction). The wake-up watcher reads the `-shm` header through a descriptor of
-//! its own: when the watcher ends (the store dropped, its runtime shut down, a restart),
+//! fenced transaction). The wake-up watcher reads the `-shm` header through a descriptor
+//! outside SQLite: when the watcher ends (the store dropped, its runtime shut down, a restart),
 //! another process must still find the user's write lock taken. The children's roles are in
 //! `common/procs.rs`.
 

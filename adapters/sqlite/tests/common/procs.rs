@@ -1,7 +1,7 @@
-//! Child processes for the multi-process suites (`processes.rs`, `kill9.rs`): each is the
-//! test binary run again with `ALKSTORE_SQLITE_CHILD` set, so that its test `child` (which
-//! calls [`child`]) plays a role and every other test is filtered out; it talks to the
-//! parent by lines starting with `@@` on its stdout.
+//! Child processes for the multi-process suites (`processes.rs`, `kill9.rs`, `shmlocks.rs`,
+//! ...): each is the test binary run again with `ALKSTORE_SQLITE_CHILD` set, so that its test
+//! `child` (which calls [`child`]) plays a role and every other test is filtered out; it
+//! talks to the parent by lines starting with `@@` on its stdout.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
