@@ -84,6 +84,7 @@ mod ops;
 mod ops_tests;
 mod queue;
 mod schema;
+mod shm;
 mod sides;
 mod stmts;
 mod tx;

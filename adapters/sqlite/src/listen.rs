@@ -19,6 +19,9 @@
 //! - every 100 ms it also asks `PRAGMA data_version` on a read connection, in case the
 //!   watched file cannot be read or was replaced.
 //!
+//! The header is read through the process's one shared descriptor of the `-shm`, never
+//! closed while this process may hold SQLite's locks on that file (see [`crate::shm`]).
+//!
 //! Only when something changed does it read the new bells (one indexed query on a read
 //! connection; WAL readers never wait for the writer).
 //!
@@ -27,7 +30,6 @@
 //! sleeper re-checks once, so a lost bell costs time, never a lease.
 
 use std::fmt;
-use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -132,7 +134,8 @@ fn watch(path: &std::path::Path, config: &SqliteConfig, tx: &mpsc::UnboundedSend
     };
     let mut shm_path = path.as_os_str().to_owned();
     shm_path.push("-shm");
-    let shm = File::open(&shm_path).ok();
+    // Never a descriptor of its own: closing it would drop this process's SQLite locks.
+    let shm = crate::shm::open_shared(std::path::Path::new(&shm_path));
     let header = |buf: &mut [u8; 48]| {
         shm.as_ref()
             .is_some_and(|f| f.read_exact_at(buf, 0).is_ok())

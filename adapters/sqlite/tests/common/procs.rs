@@ -1,7 +1,7 @@
-//! Child processes for the multi-process suites (`processes.rs`, `kill9.rs`): each is the
-//! test binary run again with `ALKSTORE_SQLITE_CHILD` set, so that its test `child` (which
-//! calls [`child`]) plays a role and every other test is filtered out; it talks to the
-//! parent by lines starting with `@@` on its stdout.
+//! Child processes for the multi-process suites (`processes.rs`, `kill9.rs`, `shmlocks.rs`,
+//! ...): each is the test binary run again with `ALKSTORE_SQLITE_CHILD` set, so that its test
+//! `child` (which calls [`child`]) plays a role and every other test is filtered out; it
+//! talks to the parent by lines starting with `@@` on its stdout.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -127,6 +127,24 @@ pub fn child() {
                 say(format!("refused {times}"));
             } else {
                 say(format!("opened {opened} of {times}"));
+            }
+            std::process::exit(0);
+        }
+        if role == "begin_immediate" {
+            // Tries to take the WAL write lock (busy timeout `arg` ms): "busy" or "took"
+            // (then rolls back at once: nothing is written).
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.busy_timeout(Duration::from_millis(arg.parse().unwrap()))
+                .unwrap();
+            match conn.execute_batch("BEGIN IMMEDIATE") {
+                Ok(()) => {
+                    conn.execute_batch("ROLLBACK").unwrap();
+                    say("took");
+                }
+                Err(err) if err.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
+                    say("busy");
+                }
+                Err(err) => say(format!("error {err}")),
             }
             std::process::exit(0);
         }
