@@ -124,10 +124,7 @@ struct CancelGuard<P: Protocol> {
 impl<P: Protocol> Drop for CancelGuard<P> {
     fn drop(&mut self) {
         if self.armed {
-            let withdrawal = Cleanup::withdraw(&self.store, &self.name, &self.id, self.unanswered);
-            // A step in flight (`unanswered`) withdraws again when it ends, from its task
-            // (its `Undo`): this one needs no second run.
-            withdrawal.once().launch();
+            Cleanup::withdraw(&self.store, &self.name, &self.id, self.unanswered).launch();
         }
     }
 }
@@ -185,7 +182,7 @@ async fn step<P: Protocol>(
     let heartbeat_expiry = store.config().waiter_heartbeat() * 3;
     store
         .call(&request.name, async move {
-            let mut undo = Undo::new(Cleanup::withdraw(&st, &name, &id, true));
+            let undo = Undo::new(Cleanup::withdraw(&st, &name, &id, true));
             let reply = st
                 .shared
                 .engine
@@ -199,7 +196,6 @@ async fn step<P: Protocol>(
                     heartbeat_expiry,
                 })
                 .await?;
-            undo.answered();
             Ok((reply, undo))
         })
         .await

@@ -24,9 +24,8 @@
 //!   connection since replaced, or frozen with the server) runs once more one `io_timeout`
 //!   after it succeeded, so that a request the engine only ran after it (it came in on
 //!   another connection) is withdrawn too. Engines whose withdrawal leaves a mark that a
-//!   later run of the request honours need no such help, and get it anyway. An acquire's
-//!   guard runs once ([`Cleanup::once`]): its step in flight withdraws again from its own
-//!   task when it ends, with no second run if it was answered ([`Undo::answered`]).
+//!   later run of the request honours need no such help, and do not get it
+//!   ([`Protocol::WITHDRAWAL_LEAVES_MARK`]).
 //! - Best effort all the same: if the engine cannot be reached, a lease lapses at its
 //!   deadline and a queue entry is skipped once its heartbeat expires.
 //!
@@ -73,18 +72,8 @@ impl<P: Protocol> Cleanup<P> {
         Cleanup {
             store: store.clone(),
             job: Some(job),
-            confirm: unanswered,
+            confirm: unanswered && !P::WITHDRAWAL_LEAVES_MARK,
         }
-    }
-
-    /// Without the second run one `io_timeout` later: for a withdrawal that another one
-    /// follows once the request in flight has ended (the acquire's guard, whose step's task
-    /// withdraws again when the step ends: see [`Undo::answered`]). Under callers that drop
-    /// hundreds of acquires a second, the second runs made a backlog that delayed the store's
-    /// other calls past their io_timeout.
-    pub(crate) fn once(mut self) -> Self {
-        self.confirm = false;
-        self
     }
 
     /// Runs the call: in a task on the current runtime if there is one, else (and if that
@@ -136,8 +125,8 @@ const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const MAX_PAUSE: Duration = Duration::from_secs(2);
 
 /// Runs `job` on `store` until it succeeds, at most [`ATTEMPTS`] times (see the module
-/// docs); with `confirm` (a withdrawal of a request that may still be in flight), once more
-/// one `io_timeout` after it succeeded. Whether it succeeded.
+/// docs); with `confirm` (a withdrawal of a request that may still be in flight, on an engine
+/// that leaves no mark), once more one `io_timeout` after it succeeded. Whether it succeeded.
 async fn retried<P: Protocol>(store: &Locks<P>, job: &Job, confirm: bool) -> bool {
     let (Job::Release { name: context, .. } | Job::Withdraw { name: context, .. }) = job;
     let mut pause = FIRST_PAUSE;
@@ -170,17 +159,6 @@ pub(crate) struct Undo<P: Protocol>(Option<Cleanup<P>>);
 impl<P: Protocol> Undo<P> {
     pub(crate) fn new(cleanup: Cleanup<P>) -> Self {
         Undo(Some(cleanup))
-    }
-
-    /// The request has answered: it is no longer in flight, so its withdrawal (if nobody
-    /// takes the answer) needs no mark and no second run.
-    pub(crate) fn answered(&mut self) {
-        if let Some(cleanup) = &mut self.0 {
-            cleanup.confirm = false;
-            if let Some(Job::Withdraw { unanswered, .. }) = &mut cleanup.job {
-                *unanswered = false;
-            }
-        }
     }
 
     /// The caller took the answer: nothing to undo.
@@ -239,7 +217,7 @@ impl<P: Protocol> Drop for Withdrawal<P> {
             Cleanup {
                 store,
                 job: Some(job),
-                confirm: true,
+                confirm: !P::WITHDRAWAL_LEAVES_MARK,
             }
             .launch();
         }

@@ -160,6 +160,15 @@ pub trait Protocol: Sized + Send + Sync + 'static {
     /// The engine's name in messages: `"redis"`, `"postgres"`, `"sqlite"`.
     const NAME: &'static str;
 
+    /// Whether [`withdraw`](Self::withdraw) with `unanswered` leaves a mark that a step of
+    /// the request run later honours (it then neither grants nor queues), for as long as a
+    /// step can stay in flight. Without one (the default), the kit runs such a withdrawal a
+    /// second time one `io_timeout` later, to catch a step the engine ran after the first
+    /// (sent on a connection since replaced). With one, it does not: under callers dropping
+    /// hundreds of acquires a second, those second runs piled up behind the store's other
+    /// calls.
+    const WITHDRAWAL_LEAVES_MARK: bool = false;
+
     /// Connects to `url` with `config` (and installs or checks what the engine needs there).
     fn connect(
         url: &str,

@@ -86,6 +86,9 @@ impl fmt::Debug for Pg {
 
 impl Protocol for Pg {
     const NAME: &'static str = "postgres";
+    // `cancel.sql` records the id in `cancelled` (kept ten minutes), which `try_lock.sql`, `fast.sql`
+    // and `acquire.sql` check.
+    const WITHDRAWAL_LEAVES_MARK: bool = true;
 
     type Config = PgConfig;
     type Fallback = PgFallback;

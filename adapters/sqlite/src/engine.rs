@@ -211,6 +211,9 @@ impl Protocol for Sqlite {
     type Fallback = Cleanup;
 
     const NAME: &'static str = "sqlite";
+    // `withdraw` records the id in the `cancelled` table (kept ten minutes), which every
+    // operation carrying a request id checks in its first statement.
+    const WITHDRAWAL_LEAVES_MARK: bool = true;
 
     async fn connect(url: &str, config: SqliteConfig) -> Result<Self, LockError> {
         let path = parse_location(url)?;
