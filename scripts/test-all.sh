@@ -6,8 +6,8 @@
 #   2. in the background, each in a log of its own: the Redis suites, the PostgreSQL suites, the
 #      tool's and the SQLite suites (the tool on servers of its own, CLI_REDIS_PORT and
 #      CLI_PG_PORT, so that it does not share the engines' ports), the browser suites in two
-#      parts (the conformance suite and the npm package; IndexedDB), and the MSRV check (its own
-#      target dir and toolchain, nice 10);
+#      parts (the conformance suite and the npm package; IndexedDB; nice 10), and the MSRV check
+#      (its own target dir and toolchain, nice 10);
 #   3. in the foreground meanwhile, at nice 10 (the suites first): clippy, rustdoc, the native
 #      workspace tests, the demo, the no_std builds, the downstream crate.
 # (Starting the browser suites and the MSRV check before the engines' build, in target dirs of
@@ -125,8 +125,11 @@ PART_NICE=10 background msrv msrv
 # The browser suites in two parts (their pages on ports of their own; the npm package built into
 # a directory of each): they mostly wait on Chromium's timers, and the browser part was the
 # longest of a run (1204 s of a 1777 s one).
-JS_OUT=target/js-test background browser test-browser test-js
-background idb test-idb
+# At nice 10 too: they compile wasm (the harness in release) beside the server suites, whose
+# fresh sessions then once took longer than a test's io_timeout; their own tests have
+# margins of tens of seconds.
+JS_OUT=target/js-test PART_NICE=10 background browser test-browser test-js
+PART_NICE=10 background idb test-idb
 # The checks and builds below compute, and yield the CPU to the suites (nice 10): a renewal or
 # a wake-up stuck behind a compiler fails a timing-bound suite, a compiler behind a suite only
 # ends a little later.

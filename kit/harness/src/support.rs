@@ -53,7 +53,7 @@ pub async fn store_with<F: Fixture>(fixture: &F, common: CommonConfig) -> Store<
 
 /// A store on the server at `url`, in `scope`, with `common`. Connecting is the test's
 /// precondition, not what it checks: a connect that the test's short `io_timeout` cut on a
-/// loaded machine is tried again (5 attempts in all) before the test fails.
+/// loaded machine is tried again (20 attempts in all) before the test fails.
 pub async fn store_at<F: Fixture>(
     fixture: &F,
     url: &str,
@@ -65,7 +65,10 @@ pub async fn store_at<F: Fixture>(
         attempts += 1;
         match Store::<F>::connect_with(url, fixture.config(scope, common)).await {
             Ok(store) => return store,
-            Err(alkstore_mem::LockError::Unavailable { reason }) if attempts < 5 => {
+            // Up to 20 attempts (about 10 s with a 300 ms io_timeout): the store's connect
+            // is bounded by the test's io_timeout, and on a machine busy with make test's
+            // compilers a fresh server session once took longer than 5 attempts of 300 ms.
+            Err(alkstore_mem::LockError::Unavailable { reason }) if attempts < 20 => {
                 eprintln!("connect attempt {attempts} to the test server failed: {reason}");
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
