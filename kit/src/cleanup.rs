@@ -42,8 +42,6 @@ use crate::store::Locks;
 pub(crate) struct Cleanup<P: Protocol> {
     store: Locks<P>,
     job: Option<Job>,
-    /// A withdrawal runs once more one `io_timeout` after it succeeded (see the module docs).
-    confirm: bool,
 }
 
 impl<P: Protocol> Cleanup<P> {
@@ -58,7 +56,6 @@ impl<P: Protocol> Cleanup<P> {
         Cleanup {
             store: store.clone(),
             job: Some(job),
-            confirm: false,
         }
     }
 
@@ -72,7 +69,6 @@ impl<P: Protocol> Cleanup<P> {
         Cleanup {
             store: store.clone(),
             job: Some(job),
-            confirm: unanswered && !P::WITHDRAWAL_LEAVES_MARK,
         }
     }
 
@@ -85,7 +81,7 @@ impl<P: Protocol> Cleanup<P> {
                     let mut cleanup = self;
                     if let Some(job) = cleanup.job.clone() {
                         // Best effort: the outcome changes nothing for anybody.
-                        retried(&cleanup.store, &job, cleanup.confirm).await;
+                        retried(&cleanup.store, &job).await;
                     }
                     cleanup.job = None;
                 });
@@ -125,10 +121,16 @@ const FIRST_PAUSE: Duration = Duration::from_millis(50);
 const MAX_PAUSE: Duration = Duration::from_secs(2);
 
 /// Runs `job` on `store` until it succeeds, at most [`ATTEMPTS`] times (see the module
-/// docs); with `confirm` (a withdrawal of a request that may still be in flight, on an engine
-/// that leaves no mark), once more one `io_timeout` after it succeeded. Whether it succeeded.
-async fn retried<P: Protocol>(store: &Locks<P>, job: &Job, confirm: bool) -> bool {
-    let (Job::Release { name: context, .. } | Job::Withdraw { name: context, .. }) = job;
+/// docs); a withdrawal of a request that may still be in flight runs once more one
+/// `io_timeout` after it succeeded, on an engine whose withdrawal leaves no mark
+/// ([`Protocol::WITHDRAWAL_LEAVES_MARK`]). Whether it succeeded.
+async fn retried<P: Protocol>(store: &Locks<P>, job: &Job) -> bool {
+    let (context, confirm) = match job {
+        Job::Release { name, .. } => (name, false),
+        Job::Withdraw {
+            name, unanswered, ..
+        } => (name, *unanswered && !P::WITHDRAWAL_LEAVES_MARK),
+    };
     let mut pause = FIRST_PAUSE;
     for attempt in 1..=ATTEMPTS {
         match store.run_job(job).await {
@@ -217,7 +219,6 @@ impl<P: Protocol> Drop for Withdrawal<P> {
             Cleanup {
                 store,
                 job: Some(job),
-                confirm: !P::WITHDRAWAL_LEAVES_MARK,
             }
             .launch();
         }
