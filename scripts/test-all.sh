@@ -117,7 +117,7 @@ background redis test-redis
 # Two PostgreSQL cancel-safety tests bound a holder's renewals while 10 tasks drop hundreds of
 # acquires a second around it: beside the compilers (load 12-30) they failed where a quiet
 # machine passes them, so they run last, alone (pg-cancel below).
-PG_TEST_ARGS="-- --exact $(printf -- '--skip %s ' $(make -s --no-print-directory print-pg-cancel))" \
+PG_TEST_ARGS="-- --exact $(printf -- '--skip %s ' $($make print-pg-cancel))" \
   background pg test-pg
 CLI_REDIS_PORT=${CLI_REDIS_PORT:-6400} CLI_PG_PORT=${CLI_PG_PORT:-5438} \
   background cli-sqlite test-cli test-sqlite
