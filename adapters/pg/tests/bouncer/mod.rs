@@ -79,7 +79,17 @@ impl Bouncer {
             String::from_utf8_lossy(&out.stderr)
         );
         let start = Instant::now();
-        while !(support::listens(port) && bouncer.dir.join("pgbouncer.pid").exists()) {
+        // The pid file is created before its number is written: wait for a number.
+        let pid = || {
+            std::fs::read_to_string(bouncer.dir.join("pgbouncer.pid"))
+                .ok()
+                .and_then(|pid| pid.trim().parse::<u32>().ok())
+        };
+        loop {
+            if let (true, Some(pid)) = (support::listens(port), pid()) {
+                bouncer.pid = Some(pid);
+                break;
+            }
             assert!(
                 start.elapsed() < Duration::from_secs(10),
                 "pgbouncer did not start: {}",
@@ -87,8 +97,6 @@ impl Bouncer {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        let pid = std::fs::read_to_string(bouncer.dir.join("pgbouncer.pid")).unwrap();
-        bouncer.pid = Some(pid.trim().parse().unwrap());
         bouncer
     }
 
