@@ -2,8 +2,9 @@
 # A check of scripts/test-idb.sh itself (a few seconds, no build, no browser): it runs a copy of
 # the script in a scratch tree whose cargo, node, wasm-bindgen, ChromeDriver and Chromium are
 # stand-ins, once with every part passing and once per way a part can go wrong (it fails, it
-# runs no test, it exits 0 but reports a failure, it does not run in Chromium). Every broken
-# part must stop `make test-idb` with a non-zero status and show that part's own output.
+# runs no test, it exits 0 but reports a failure, it does not run in Chromium or not in the
+# context asked for). Every broken part must stop `make test-idb` with a non-zero status and
+# show that part's own output.
 # Usage: scripts/check-test-idb.sh [-q] (-q: only problems and the summary; `make test-idb` runs
 # it so before the suites).
 set -euo pipefail
@@ -19,9 +20,23 @@ cat >"$scratch/bin/cargo" <<'SH'
 #!/usr/bin/env bash
 part=native
 for a in "$@"; do case "$prev" in --test) part=$a ;; esac; prev=$a; done
+# The browser binaries run in the context the runner's variable names.
+if [ "$part" != native ]; then
+  if [ -n "${WASM_BINDGEN_USE_DEDICATED_WORKER:-}" ]; then part=${part}_worker
+  elif [ -n "${WASM_BINDGEN_USE_BROWSER:-}" ]; then part=${part}_window
+  else part=${part}_node
+  fi
+fi
 [ "$1" = build ] && exit 0
 how=; [ "${BREAK%%=*}" = "$part" ] && how=${BREAK#*=}
 [ "$part" = native ] || [ "$how" = not-in-chrome ] || echo "Running headless tests in Chrome"
+# The engine binary's console line naming its context (a wrong one when broken so).
+case "$part:$how" in
+  engine_window:wrong-context) echo "alkstore-idb test context: DedicatedWorkerGlobalScope" ;;
+  engine_worker:wrong-context) echo "alkstore-idb test context: Window" ;;
+  engine_window:*) echo "alkstore-idb test context: Window" ;;
+  engine_worker:*) echo "alkstore-idb test context: DedicatedWorkerGlobalScope" ;;
+esac
 case "$how" in
   fail) echo "MARKER-$part: an assertion failed"; echo "test result: FAILED. 4 passed; 1 failed; 0 ignored"; exit 101 ;;
   empty) echo "MARKER-$part: nothing to run"; echo "test result: ok. 0 passed; 0 failed; 0 ignored" ;;
@@ -83,6 +98,8 @@ expect native=empty fail "native ran no test"
 expect engine_worker=fail fail "MARKER-engine_worker: an assertion failed"
 expect faults_window=empty fail "faults_window ran no test"
 expect conformance_window=not-in-chrome fail "did not run in headless Chromium"
+expect engine_worker=wrong-context fail "engine_worker did not run in a DedicatedWorkerGlobalScope"
+expect engine_window=wrong-context fail "engine_window did not run in a Window"
 expect cross=fail fail "MARKER-cross"
 expect cross=lying fail "no 'idb cross-context: N passed, 0 failed' line"
 expect liveness=lying fail "no 'idb liveness: N passed, 0 failed' line"
@@ -92,4 +109,4 @@ if [ "$problems" -gt 0 ]; then
   echo "check-test-idb: $problems problem(s)" >&2
   exit 1
 fi
-echo "check-test-idb: 11 passed, 0 failed"
+echo "check-test-idb: 13 passed, 0 failed"

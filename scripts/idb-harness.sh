@@ -12,7 +12,9 @@ command -v node >/dev/null || die "node not found: install Node.js 18+ (Debian: 
 command -v wasm-bindgen >/dev/null || die "wasm-bindgen not found: run 'make setup'"
 [ -x "${CHROMIUM:-/usr/bin/chromium}" ] || die "Chromium not found at ${CHROMIUM:-/usr/bin/chromium}: run 'make setup' (as root)"
 [ -d adapters/idb/harness/node_modules/playwright-core ] || die "playwright-core missing: run 'make setup' (npm ci in adapters/idb/harness)"
-profile=release
+# IDB_HARNESS_PROFILE: release (the benchmarks'); `make test-idb` builds it with wasm-size, the
+# npm package's profile, so that both share one build of their dependencies.
+profile=${IDB_HARNESS_PROFILE:-release}
 cargo build -q -p alkstore-idb-harness --target wasm32-unknown-unknown --profile "$profile"
 out=target/idb-www/pkg
 wasm-bindgen --target web --no-typescript --out-dir "$out" \

@@ -70,20 +70,32 @@ cargo_part native cargo test -p alkstore-idb
 native=$passed
 echo "native: $native passed"
 
-browser() { # test binary: runs it in headless Chromium, adds its count to $browser_passed
-  cargo_part "$1" bash -c "cd adapters/idb && cargo test --target wasm32-unknown-unknown --test '$1'"
-  grep -q '^Running headless tests in Chrome' "$log/$1" || fail "$log/$1" "$1 did not run in headless Chromium"
-  echo "$1: $passed passed"
+# Runs test binary $2 in headless Chromium in context $1 (window or worker), as part $2_$1,
+# and adds its count to $browser_passed. One build serves both contexts: the binaries configure
+# none, and the runner takes it from WASM_BINDGEN_USE_BROWSER / _DEDICATED_WORKER.
+# The engine binary names its context (--nocapture shows its console line), checked here.
+browser() { # window|worker test
+  local part=$2_$1 mode=WASM_BINDGEN_USE_BROWSER context=Window args=
+  [ "$1" = worker ] && mode=WASM_BINDGEN_USE_DEDICATED_WORKER context=DedicatedWorkerGlobalScope
+  [ "$2" = engine ] && args="-- --nocapture"
+  cargo_part "$part" env "$mode=1" bash -c "cd adapters/idb && cargo test --target wasm32-unknown-unknown --test '$2' $args"
+  grep -q '^Running headless tests in Chrome' "$log/$part" || fail "$log/$part" "$part did not run in headless Chromium"
+  [ "$2" != engine ] || grep -q "alkstore-idb test context: $context\$" "$log/$part" ||
+    fail "$log/$part" "$part did not run in a $context"
+  echo "$part: $passed passed"
   browser_passed=$((browser_passed + passed))
 }
 echo "== alkstore-idb: headless Chromium, window and dedicated worker"
 browser_passed=0
-for t in conformance_window engine_window faults_window; do browser "$t"; done
+for t in conformance engine faults; do browser window "$t"; done
 window=$browser_passed
 browser_passed=0
-for t in conformance_worker engine_worker faults_worker; do browser "$t"; done
+for t in conformance engine faults; do browser worker "$t"; done
 worker=$browser_passed
 
+# The harness in the npm package's profile (opt-level z, fat LTO), which the demo below builds
+# anyway: one build of the wasm dependencies for both, not a release one and a wasm-size one.
+export IDB_HARNESS_PROFILE=wasm-size
 echo "== alkstore-idb: across pages and workers (harness/test.mjs)"
 node_part cross "idb cross-context" scripts/idb-harness.sh test
 cross=$passed

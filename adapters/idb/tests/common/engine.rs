@@ -1,5 +1,5 @@
-// What only this engine has, run in a window (engine_window.rs) and in a dedicated worker
-// (engine_worker.rs): IndexedDB missing, forbidden, stuck or holding rows it did not write;
+// What only this engine has, run by tests/engine.rs in a window and in a dedicated worker:
+// IndexedDB missing, forbidden, stuck or holding rows it did not write;
 // the database deleted under a store; two stores of one context sharing locks over the
 // BroadcastChannel; `holder` reporting exactly the handle's lease; keep-alive's refusal;
 // `steal` in one transaction; `query` listing waiters in request order.

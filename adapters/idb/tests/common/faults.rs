@@ -1,5 +1,5 @@
-// Faults one context can show (run in a window by faults_window.rs and in a dedicated worker
-// by faults_worker.rs; found by the review of issue 15): a clock far ahead or stepping back,
+// Faults one context can show (run by tests/faults.rs in a window and in a dedicated worker;
+// found by the review of issue 15): a clock far ahead or stepping back,
 // a token counter at its ceiling, a renewal dropped in flight, a handle dropped while the
 // connection is closed, waiters that went away, the database deleted under a holder, the
 // io_timeout under a clock step. Each asserts what the docs promise.
