@@ -39,8 +39,12 @@ clippy:
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
 ## except the Redis engine's (and its tools' topology suites) and the alkstore tool's, which need servers: test-redis and test-cli run them
+## (and the PostgreSQL and SQLite engines', in test-pg and test-sqlite). NO_TESTS are packages
+## with no test of their own (benchmark, demo and browser-bundle crates; clippy --all-targets
+## checks that they compile): left out, they cost no debug build of their dependencies here.
+NO_TESTS := alkstore-pg-tools alkstore-sqlite-tools alkstore-mem-bench alkstore-mem-size-probe alkstore-idb-harness alkstore-idb-js
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-redis-tools --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite
+	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-redis-tools --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite $(foreach p,$(NO_TESTS),--exclude $(p))
 	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
 
 ## nostd: the core builds for a target with no std at all, and for the browser target
