@@ -63,6 +63,10 @@ impl Db {
         if matches!(path.to_str(), Some("" | ":memory:")) {
             crate::location::parse_location(&path.to_string_lossy())?;
         }
+        // A symlink followed, a URI or a hard-linked file refused: before anything is written.
+        let resolved = crate::location::resolve(path)
+            .map_err(|reason| unavailable(format!("sqlite: {shown}: {reason}")))?;
+        let path = resolved.as_path();
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),

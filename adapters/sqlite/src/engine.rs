@@ -73,7 +73,11 @@ impl Sqlite {
     /// # Ok::<(), alkstore_mem::LockError>(()) }).unwrap();
     /// ```
     pub async fn open(path: impl AsRef<Path>, config: SqliteConfig) -> Result<Sqlite, LockError> {
-        let path = path.as_ref().to_path_buf();
+        // The file's own path (a symlink followed): the connections and the watcher of its
+        // -wal and -shm all use it, as SQLite does.
+        let given = path.as_ref();
+        let path = crate::location::resolve(given)
+            .map_err(|reason| unavailable(format!("sqlite: {}: {reason}", given.display())))?;
         let (tx, rx) = mpsc::channel::<Task>();
         let (ready_tx, ready_rx) = oneshot::channel();
         let nudge = Arc::new(Nudge::default());
@@ -120,7 +124,7 @@ impl Sqlite {
         &self.fence_sql
     }
 
-    /// The database file.
+    /// The database file (a symlink given to `open` is resolved to the file it names).
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -22,6 +22,51 @@ pub(crate) fn parse_location(url: &str) -> Result<PathBuf, LockError> {
     Ok(PathBuf::from(path))
 }
 
+/// The path the engine opens and checks for `path`, or why it cannot be used: SQLite keeps
+/// the `-wal` and `-shm` beside the file a symlink resolves to, so the engine's checks of
+/// those side files follow the symlink too; a `file:` URI is refused (SQLite reads it as a
+/// URI, and its side files are not where the path says); so is a file with more than one
+/// hard link: each name would get a `-wal` and `-shm` of its own, two separate lock tables
+/// in one file (two holders of one name, a corrupted file).
+pub(crate) fn resolve(path: &Path) -> Result<PathBuf, String> {
+    if path.to_str().is_some_and(|p| p.starts_with("file:")) {
+        return Err(
+            "a SQLite URI (file:...): give the file's path (or a sqlite: URL) instead".into(),
+        );
+    }
+    // Symlinks followed by hand, as SQLite does, also to a file not made yet.
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).map_err(|err| err.to_string())?;
+                path = match path.parent() {
+                    Some(dir) => dir.join(target),
+                    None => target,
+                };
+            }
+            _ => break,
+        }
+    }
+    let Ok(meta) = std::fs::metadata(&path) else {
+        // Not there yet (SQLite creates it), or an error that opening reports with its reason.
+        return Ok(path);
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.is_file() && meta.nlink() > 1 {
+            return Err(format!(
+                "the file has {} hard links: SQLite keeps its -wal and -shm beside each name,                  so two names of one file would be two separate lock tables (two holders of                  one name, a corrupted file); open it through one name (a symlink is fine)",
+                meta.nlink()
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    Ok(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
 /// The file systems on which SQLite's WAL (shared memory beside the file) cannot work.
 const NETWORK_FS: [&str; 12] = [
     "nfs",

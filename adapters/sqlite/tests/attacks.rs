@@ -176,3 +176,45 @@ fn an_empty_path_and_a_truncated_file_are_refused_with_the_real_reason() {
         assert!(!err.to_string().contains("stayed locked"), "{err}");
     });
 }
+
+/// A file's other names (a hostile review's findings): a symlink is followed, as SQLite
+/// follows it for its `-wal` and `-shm` (it was refused, after the schema was written, with a
+/// false "deleted while open"), and stores through the link and through the file share one
+/// lock table; a hard link is refused at `open`, before anything is made beside it (each name
+/// gets a `-wal` and `-shm` of its own: a store through the second name was granted a lock
+/// the first one held); a `file:` URI is refused, creating nothing.
+#[test]
+fn a_symlink_is_followed_and_a_hard_link_or_a_uri_is_refused() {
+    runtime().block_on(async {
+        let dir = Scratch::new();
+        let (real, link) = (dir.file("real.db"), dir.file("link.db"));
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let by_link = alkstore_sqlite::open(&link)
+            .await
+            .expect("a symlink is followed");
+        assert_eq!(by_link.engine().path(), real.canonicalize().unwrap());
+        let by_file = alkstore_sqlite::open(&real).await.unwrap();
+        let held = by_link.try_lock("x", "a", TTL).await.unwrap().unwrap();
+        assert!(by_file.try_lock("x", "b", TTL).await.unwrap().is_none());
+        let refused = |err: LockError| match err {
+            LockError::Unavailable { reason } => reason,
+            other => panic!("{other:?}"),
+        };
+
+        let hard = dir.file("hard.db");
+        std::fs::hard_link(&real, &hard).unwrap();
+        let reason = refused(alkstore_sqlite::open(&hard).await.expect_err("a hard link"));
+        assert!(reason.contains("2 hard links"), "{reason}");
+        for side in ["hard.db-wal", "hard.db-shm"] {
+            assert!(!dir.file(side).exists(), "{side} was made");
+        }
+        assert!(held.is_held().await.unwrap(), "the open stores go on");
+        assert!(held.release().await.unwrap());
+        assert!(by_file.try_lock("x", "b", TTL).await.unwrap().is_some());
+
+        let uri = format!("file:{}", dir.file("uri.db").display());
+        let reason = refused(alkstore_sqlite::open(&uri).await.expect_err("a URI"));
+        assert!(reason.contains("SQLite URI"), "{reason}");
+        assert!(!dir.file("uri.db").exists(), "the URI's file was made");
+    });
+}
