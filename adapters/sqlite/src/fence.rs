@@ -276,10 +276,13 @@ fn fence_and_record(
 /// it again (it is still the name's last lease and nobody else was granted it: exclusion
 /// holds). Any operation of a store on the file records the lapse.
 ///
-/// Use it in a trigger, so that even plain SQL (any connection that installed the function)
-/// cannot write a row with a stale token:
+/// Use it in triggers, so that even plain SQL (any connection that installed the function)
+/// cannot write a row with a stale token; one per way of writing (`INSERT OR REPLACE` fires
+/// no `UPDATE` trigger):
 /// ```sql
 /// CREATE TRIGGER invoices_fenced BEFORE UPDATE ON invoices
+/// BEGIN SELECT alkstore_fence('invoice/' || NEW.id, NEW.token); END;
+/// CREATE TRIGGER invoices_fenced_insert BEFORE INSERT ON invoices
 /// BEGIN SELECT alkstore_fence('invoice/' || NEW.id, NEW.token); END;
 /// ```
 /// or in your own statements inside a `BEGIN IMMEDIATE` transaction:
@@ -332,8 +335,7 @@ pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<
         2,
         FunctionFlags::SQLITE_UTF8,
         move |ctx: &Context<'_>| {
-            let name: String = ctx.get(0)?;
-            let token: i64 = ctx.get(1)?;
+            let (name, token) = fence_args(ctx)?;
             let Ok(token) = u64::try_from(token) else {
                 return Err(rusqlite::Error::UserFunctionError(
                     format!(
@@ -364,4 +366,35 @@ pub fn install_fence_in(conn: &Connection, namespace: &str) -> rusqlite::Result<
             }
         },
     )
+}
+
+/// `alkstore_fence`'s arguments (a text name, an integer token), or an error saying so, not
+/// rusqlite's "Invalid function parameter type Text at index 1".
+fn fence_args(ctx: &Context<'_>) -> rusqlite::Result<(String, i64)> {
+    use rusqlite::types::ValueRef;
+    let kind = |v: ValueRef<'_>| match v {
+        ValueRef::Null => "NULL",
+        ValueRef::Integer(_) => "an integer",
+        ValueRef::Real(_) => "a real",
+        ValueRef::Text(_) => "a text",
+        ValueRef::Blob(_) => "a blob",
+    };
+    let (name, token) = (ctx.get_raw(0), ctx.get_raw(1));
+    match (name, token) {
+        (ValueRef::Text(bytes), ValueRef::Integer(token)) => match std::str::from_utf8(bytes) {
+            Ok(name) => Ok((name.to_owned(), token)),
+            Err(_) => Err(rusqlite::Error::UserFunctionError(
+                "alkstore fence: alkstore_fence(name, token): the name is not valid UTF-8".into(),
+            )),
+        },
+        _ => Err(rusqlite::Error::UserFunctionError(
+            format!(
+                "alkstore fence: alkstore_fence(name, token) takes a text name and an integer \
+                 token, not {} and {}",
+                kind(name),
+                kind(token)
+            )
+            .into(),
+        )),
+    }
 }

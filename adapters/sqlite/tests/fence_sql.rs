@@ -21,6 +21,8 @@ fn alkstore_fence_in_a_trigger_refuses_a_stale_write_from_plain_sql() {
         alkstore_sqlite::install_fence(&conn).unwrap();
         conn.execute_batch(
             "CREATE TRIGGER invoices_fenced BEFORE UPDATE ON invoices
+             BEGIN SELECT alkstore_fence('invoice/' || NEW.id, NEW.token); END;
+             CREATE TRIGGER invoices_fenced_insert BEFORE INSERT ON invoices
              BEGIN SELECT alkstore_fence('invoice/' || NEW.id, NEW.token); END;",
         )
         .unwrap();
@@ -48,6 +50,16 @@ fn alkstore_fence_in_a_trigger_refuses_a_stale_write_from_plain_sql() {
                 [old_token as i64],
             )
             .expect_err("refused by the trigger");
+        assert!(err.to_string().contains("alkstore fence"), "{err}");
+        // INSERT OR REPLACE deletes and inserts, firing no UPDATE trigger: the README's
+        // INSERT trigger refuses it (a hostile review's finding: with the UPDATE trigger
+        // alone it committed).
+        let err = conn
+            .execute(
+                "INSERT OR REPLACE INTO invoices (id, status, token) VALUES (1001, 'stale', ?1)",
+                [old_token as i64],
+            )
+            .expect_err("refused by the insert trigger");
         assert!(err.to_string().contains("alkstore fence"), "{err}");
         assert_eq!(status(&conn), "sent");
         // A connection that never installed the function cannot write either.
@@ -115,11 +127,20 @@ fn alkstore_fence_with_null_or_wrong_types_fails_the_statement() {
             "SELECT alkstore_fence('n', -1)",
             "SELECT alkstore_fence(x'00ff', 1)",
         ] {
-            assert!(
-                conn.query_row(sql, [], |r| r.get::<_, i64>(0)).is_err(),
-                "{sql} passed"
-            );
+            let refused = conn.query_row(sql, [], |r| r.get::<_, i64>(0));
+            let err = refused.expect_err(sql).to_string();
+            assert!(err.contains("alkstore fence:"), "{sql}: {err}");
         }
+        let err = conn
+            .query_row("SELECT alkstore_fence('n', 'abc')", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("a text name and an integer token, not a text and a text"),
+            "{err}"
+        );
         lock.release().await.unwrap();
     });
 }
