@@ -19,9 +19,7 @@ use crate::listen::{Doorbell, Nudge};
 use crate::location::parse_location;
 use crate::schema::FenceSql;
 use crate::stmts::Statements;
-
-/// A task for the connection thread: the connection, and its kept statements.
-type Task = Box<dyn FnOnce(&Db, &Statements<'_>) + Send>;
+use crate::tasks::Task;
 
 /// The SQLite engine: one database file shared by the processes of one host.
 ///
@@ -96,7 +94,7 @@ impl Sqlite {
                     }
                 };
                 let st = Statements::new(&db.conn, &db.sql);
-                while let Ok(task) = rx.recv() {
+                while let Some(task) = crate::tasks::next(&rx) {
                     task(&db, &st);
                     if db.rang.take() {
                         n.nudge();

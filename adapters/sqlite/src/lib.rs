@@ -87,6 +87,7 @@ mod schema;
 mod shm;
 mod sides;
 mod stmts;
+mod tasks;
 mod tx;
 
 use std::path::Path;
