@@ -207,6 +207,18 @@ impl Db {
             .filter(|t| present.iter().any(|p| *p == format!("{ns}_{t}")))
             .collect();
         if ours.is_empty() {
+            // SQLite's table names ignore ASCII case: `JOBS_meta` is `jobs_meta`. Another
+            // namespace's tables in other case are refused with the reason (not SQLite's
+            // "already exists"), never shared silently.
+            let meta = format!("{ns}_meta");
+            if let Some(other) = present.iter().find(|p| p.eq_ignore_ascii_case(&meta)) {
+                let other = &other[..other.len() - "_meta".len()];
+                return Err(Opening::Refused(format!(
+                    "the file holds the namespace {other:?}, which SQLite's case-insensitive \
+                     table names make the same tables as {ns:?}: open it as {other:?}, or pick \
+                     another namespace"
+                )));
+            }
             if !create {
                 return Err(Opening::Refused(format!(
                     "the namespace {ns:?} has no tables (open it with alkstore_sqlite::open first)"

@@ -138,6 +138,14 @@ fn namespaces_differing_only_in_case_do_not_meet() {
                 "JOBS and jobs share locks"
             );
             held.release().await.unwrap();
+        } else if let Err(err) = upper {
+            // Refused with the reason (a hostile review: it was SQLite's raw "table JOBS_meta
+            // already exists", with the schema's text).
+            let reason = err.to_string();
+            assert!(
+                reason.contains("the namespace \"jobs\"") && !reason.contains("already exists"),
+                "{reason}"
+            );
         }
     });
 }
