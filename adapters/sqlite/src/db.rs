@@ -48,7 +48,8 @@ impl Db {
     /// of the namespace that are not ours or of a newer version), turns WAL on, and creates
     /// the namespace's tables when missing (in one `BEGIN IMMEDIATE` transaction, so several
     /// processes opening at once make them once). `create`: false for the listener's and
-    /// clean-up connections, which only check.
+    /// clean-up connections, which only check. `path` is the file's own path, as
+    /// `Sqlite::open` resolved it (`location::resolve`: symlinks followed, hard links refused).
     pub(crate) fn open(path: &Path, config: &SqliteConfig, create: bool) -> Result<Db, LockError> {
         let ns = config.namespace();
         if !valid_namespace(ns) {
@@ -63,10 +64,6 @@ impl Db {
         if matches!(path.to_str(), Some("" | ":memory:")) {
             crate::location::parse_location(&path.to_string_lossy())?;
         }
-        // A symlink followed, a URI or a hard-linked file refused: before anything is written.
-        let resolved = crate::location::resolve(path)
-            .map_err(|reason| unavailable(format!("sqlite: {shown}: {reason}")))?;
-        let path = resolved.as_path();
         let dir = match path.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),

@@ -57,7 +57,9 @@ pub(crate) fn resolve(path: &Path) -> Result<PathBuf, String> {
         use std::os::unix::fs::MetadataExt;
         if meta.is_file() && meta.nlink() > 1 {
             return Err(format!(
-                "the file has {} hard links: SQLite keeps its -wal and -shm beside each name,                  so two names of one file would be two separate lock tables (two holders of                  one name, a corrupted file); open it through one name (a symlink is fine)",
+                "the file has {} hard links: SQLite keeps its -wal and -shm beside each name, \
+                 so two names of one file would be two separate lock tables (two holders of \
+                 one name, a corrupted file); open it through one name (a symlink is fine)",
                 meta.nlink()
             ));
         }

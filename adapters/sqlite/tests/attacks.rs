@@ -205,6 +205,7 @@ fn a_symlink_is_followed_and_a_hard_link_or_a_uri_is_refused() {
         std::fs::hard_link(&real, &hard).unwrap();
         let reason = refused(alkstore_sqlite::open(&hard).await.expect_err("a hard link"));
         assert!(reason.contains("2 hard links"), "{reason}");
+        assert!(!reason.contains("  "), "runs of spaces in {reason:?}");
         for side in ["hard.db-wal", "hard.db-shm"] {
             assert!(!dir.file(side).exists(), "{side} was made");
         }
