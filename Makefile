@@ -11,7 +11,7 @@ CARGO ?= cargo
 ## mostly wait) beside the checks and builds (which mostly compute), each part's output in
 ## target/test-logs/, and ends with a table of parts and wall times; `make test-serial` runs the
 ## same parts one after the other.
-TEST_PARTS := setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli check-downstream test-idb test-js test-sqlite
+TEST_PARTS := setup fmt-check clippy doc test-native demo-check nostd msrv test-browser test-redis test-pg test-cli test-engine-docs check-downstream test-idb test-js test-sqlite
 .PHONY: test-serial
 test:
 	@scripts/test-all.sh
@@ -30,11 +30,14 @@ fmt-check:
 	$(CARGO) fmt --all -- --check
 
 ## clippy and doc build in a target dir of their own (CHECK_TARGET_DIR): cargo locks a target dir
-## while it compiles, and the suites that `make test` runs beside them build and run in target/
+## while it compiles, and the suites that `make test` runs beside them build and run in target/.
+## The workspace run lints the core with every feature (CORE_FEATURES: named, so that it stays
+## so when no member asks for one any more); a run of its own, `-p alkstore-mem --all-features`,
+## linted the same code with the same features and built 36 CPU-s of dependencies again.
 CHECK_TARGET_DIR ?= target/check
+CORE_FEATURES := alkstore-mem/std,alkstore-mem/serde,alkstore-mem/tracing
 clippy:
-	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy --workspace --all-targets -- -D warnings
-	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy -p alkstore-mem --all-features --all-targets -- -D warnings
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy --workspace --all-targets --features $(CORE_FEATURES) -- -D warnings
 	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) clippy -p alkstore-mem-web -p alkstore-mem-conformance -p alkstore-idb -p alkstore-idb-harness -p alkstore-idb-js --all-targets --target wasm32-unknown-unknown -- -D warnings
 
 ## test-native: the whole workspace's tests natively (conformance suite, core, adapters, doctests),
@@ -42,16 +45,18 @@ clippy:
 ## (and the PostgreSQL and SQLite engines', in test-pg and test-sqlite). NO_TESTS are packages
 ## with no test of their own (benchmark, demo and browser-bundle crates; clippy --all-targets
 ## checks that they compile): left out, they cost no debug build of their dependencies here.
+## The core is tested with all its features (CORE_FEATURES) in the same run (a run of its own
+## built its dependencies again, 20 CPU-s, and ran its unit tests twice).
 NO_TESTS := alkstore-pg-tools alkstore-sqlite-tools alkstore-mem-bench alkstore-mem-size-probe alkstore-idb-harness alkstore-idb-js
 test-native:
-	$(CARGO) test --workspace --exclude alkstore-redis --exclude alkstore-redis-tools --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite $(foreach p,$(NO_TESTS),--exclude $(p))
-	$(CARGO) test -q -p alkstore-mem --all-features --lib --test tracing
+	$(CARGO) test --workspace --features $(CORE_FEATURES) --exclude alkstore-redis --exclude alkstore-redis-tools --exclude alkstore-pg --exclude alkstore-cli --exclude alkstore-sqlite $(foreach p,$(NO_TESTS),--exclude $(p))
 
-## nostd: the core builds for a target with no std at all, and for the browser target
+## nostd: the core builds for a target with no std at all, and for the browser target (that
+## check in clippy's target dir, whose wasm32 dependencies are then checked already)
 nostd:
 	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features
 	$(CARGO) build -p alkstore-mem --target wasm32v1-none --no-default-features --features serde,tracing
-	$(CARGO) check -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) check -p alkstore-mem -p alkstore-mem-web --target wasm32-unknown-unknown
 
 ## msrv: the published crates build with their declared rust-version (1.85), natively and for the
 ## browser, with that toolchain (installed by rustup when missing; its own target dir)
@@ -109,10 +114,32 @@ bench-browser: setup
 size: setup
 	@scripts/size.sh
 
-## doc: rustdoc for every crate (and the web adapter on wasm32), warnings as errors
+## doc: rustdoc for every crate, its binaries and examples (and the web crates on wasm32),
+## warnings as errors. With the examples, dev-dependencies take part in the feature resolution
+## as in clippy's --all-targets run, so the dependencies clippy checked serve here too (without
+## them, 21 CPU-s of redis, tokio and tokio-postgres were checked again).
 doc:
-	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q --workspace --no-deps --lib --bins --examples
 	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web -p alkstore-idb -p alkstore-idb-js --no-deps --target wasm32-unknown-unknown
+
+## engines --------------------------------------------------------------------------------
+## The test binaries of the engines with a server or a file (Redis, PostgreSQL, SQLite, the
+## alkstore tool) are built by one `cargo test --no-run` for all of them (ENGINE_PKGS): built
+## one package at a time, each got other dependency features and its own build of tokio, syn,
+## redis and the workspace's crates under them. The suites (test-redis, test-pg, test-sqlite,
+## test-cli) then run their package's binaries from that build (scripts/engine-tests.sh, as
+## `cargo test -p` runs them), after it and before their servers start; the doctests of all
+## of them run in test-engine-docs.
+.PHONY: build-test-engines test-engine-docs
+ENGINE_PKGS := -p alkstore-redis -p alkstore-redis-tools -p alkstore-pg -p alkstore-sqlite -p alkstore-cli
+ENGINE_TESTS = env ENGINE_PKGS="$(ENGINE_PKGS)" scripts/engine-tests.sh
+build-test-engines:
+	$(CARGO) test -q --no-run $(ENGINE_PKGS)
+
+## test-engine-docs: the doctests of the engine packages (none needs a server)
+test-engine-docs: build-test-engines
+	$(CARGO) test -q --doc $(ENGINE_PKGS)
+## end engines ----------------------------------------------------------------------------
 
 ## redis ----------------------------------------------------------------------------------
 ## The Redis engine (adapters/redis). Each target builds first, then starts its own scratch
@@ -124,7 +151,7 @@ doc:
 REDIS_PORT ?= 6390
 REDIS_FAULT_PORTS := 6391 6392 6393 6394 6395 6396 6397 6398 6399 6421 6422 6431 6432 6433 6434 6435 6436 6437 6438 6439 6440 6441 6442 6443 6444 6445 6446 6447 6448 6449 6450 6451 6452 6453 6454 6455 6456 6457 6458 6459 6460 6461 6462 6463 6464 6465 6466 6467 6468 6469
 REDIS_RUN = scripts/redis-run.sh --port $(REDIS_PORT) --
-.PHONY: redis-setup redis-port test-redis build-test-redis bench-redis demo-redis failover-redis
+.PHONY: redis-setup redis-port test-redis bench-redis demo-redis failover-redis
 
 ## redis-setup: redis-server from the Debian package, when missing (as root)
 redis-setup:
@@ -138,17 +165,10 @@ redis-port:
 ## test-redis: every Redis suite (contract, conformance, multi-process, faults) against a real server;
 ## then the topologies' suites (adapters/redis/tools/tests), which start their own servers on 6450-6469
 ## (Sentinel: a master, a replica, three sentinels on 6450-6454; Cluster: 3 masters, 3 replicas on 6460-6465)
-test-redis: redis-setup redis-port build-test-redis
-	$(REDIS_RUN) $(CARGO) test -p alkstore-redis
-	$(CARGO) test -p alkstore-redis-tools
-	$(CARGO) run -q -p alkstore-redis-tools --bin failover -- --failovers 2
-
-## build-test-redis: the binaries test-redis runs, built before its servers start (one -p at a time:
-## several in one build unify features into other artifacts, which the suites then build again)
-build-test-redis:
-	$(CARGO) test -q -p alkstore-redis --no-run
-	$(CARGO) test -q -p alkstore-redis-tools --no-run
-	$(CARGO) build -q -p alkstore-redis-tools --bin failover
+test-redis: redis-setup redis-port build-test-engines
+	$(REDIS_RUN) $(ENGINE_TESTS) alkstore-redis
+	$(ENGINE_TESTS) alkstore-redis-tools
+	$$($(ENGINE_TESTS) alkstore-redis-tools --bin failover) --failovers 2
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
 ## then, with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench, attached only for these rows), try_lock+release with replica ack
@@ -166,8 +186,8 @@ failover-redis: redis-setup
 
 ## demo-redis: three processes share invoice/1001; a stalled one is fenced off (asserts the outcome)
 demo-redis: redis-setup redis-port
-	$(CARGO) build -q -p alkstore-redis-tools --bin demo
-	$(REDIS_RUN) $(CARGO) run -q -p alkstore-redis-tools --bin demo
+	$(CARGO) build -q -p alkstore-redis-tools --bin redis-demo
+	$(REDIS_RUN) $(CARGO) run -q -p alkstore-redis-tools --bin redis-demo
 ## end redis -------------------------------------------------------------------------------
 
 ## postgres -------------------------------------------------------------------------------
@@ -177,7 +197,7 @@ demo-redis: redis-setup redis-port
 ## trap); fault tests start their own clusters on the fixed ports PG_FAULT_PORTS, and the
 ## pooler tests their own PgBouncers on 6439 (session) and 6440 (transaction), which PG_PORT
 ## must avoid (refused). No other server is touched.
-.PHONY: pg-setup pg-port test-pg test-pg-cancel print-pg-cancel build-test-pg bench-pg demo-pg
+.PHONY: pg-setup pg-port test-pg test-pg-cancel print-pg-cancel bench-pg demo-pg
 PG_PORT ?= 5439
 PG_FAULT_PORTS := 5440 5441 5442 5443 5444 5445 5451 5452 5453 5454 5455 6439 6440
 
@@ -195,18 +215,14 @@ pg-setup:
 ## of test-pg-cancel here, and runs them at its end)
 PG_TEST_ARGS ?=
 PG_CANCEL_UNDER_LOAD := a_holders_keep_alive_survives_callers_that_time_out_around_it request_timeouts_on_acquire_leave_an_unrelated_keep_alive_its_lease
-test-pg: pg-setup pg-port build-test-pg
-	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg $(PG_TEST_ARGS)
+test-pg: pg-setup pg-port build-test-engines
+	scripts/pg-run.sh --port $(PG_PORT) -- $(ENGINE_TESTS) alkstore-pg $(PG_TEST_ARGS)
 
 ## test-pg-cancel: the two cancel-safety tests that bound a holder's renewals while 10 tasks drop
 ## hundreds of acquires a second around it (tests/cancel.rs): make test runs them last, alone on
 ## the machine, since the compilers' load beside them is not the engine's
-test-pg-cancel: pg-setup pg-port build-test-pg
-	scripts/pg-run.sh --port $(PG_PORT) -- $(CARGO) test -p alkstore-pg --test cancel -- --exact $(PG_CANCEL_UNDER_LOAD)
-
-## build-test-pg: the binaries test-pg runs, built before its server starts
-build-test-pg:
-	$(CARGO) test -q -p alkstore-pg --no-run
+test-pg-cancel: pg-setup pg-port build-test-engines
+	scripts/pg-run.sh --port $(PG_PORT) -- $(ENGINE_TESTS) alkstore-pg --test cancel -- --exact $(PG_CANCEL_UNDER_LOAD)
 
 ## bench-pg: try_lock+release against a hand-rolled lease row and pg_try_advisory_lock in the same
 ## run, and 16 tasks on a pool of 4; twice: on a cluster with fsync off (the tests' setting: CPU
@@ -230,14 +246,11 @@ demo-pg: pg-setup pg-port
 ## cli ------------------------------------------------------------------------------------
 ## test-cli: the alkstore tool's tests (cli/), its binary run against a scratch redis-server on
 ## 127.0.0.1:$(CLI_REDIS_PORT) (built first, so the server is up only while the tests run)
-.PHONY: test-cli build-test-cli
+.PHONY: test-cli
 CLI_REDIS_PORT ?= 6390
 CLI_PG_PORT ?= 5439
-test-cli: redis-setup pg-setup build-test-cli
-	scripts/pg-run.sh --port $(CLI_PG_PORT) -- scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(CARGO) test -p alkstore-cli
-## build-test-cli: the binaries test-cli runs, built before its servers start
-build-test-cli:
-	$(CARGO) test -q -p alkstore-cli --no-run
+test-cli: redis-setup pg-setup build-test-engines
+	scripts/pg-run.sh --port $(CLI_PG_PORT) -- scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(ENGINE_TESTS) alkstore-cli
 ## end cli ---------------------------------------------------------------------------------
 
 ## idb ------------------------------------------------------------------------------------
@@ -294,17 +307,12 @@ test-js: idb-setup
 ## sqlite ---------------------------------------------------------------------------------
 ## The SQLite engine (adapters/sqlite): no server; every test works on files in scratch
 ## directories of its own (mktemp-style, under the system temp dir, removed afterwards).
-.PHONY: test-sqlite build-test-sqlite bench-sqlite demo-sqlite
+.PHONY: test-sqlite bench-sqlite demo-sqlite
 
 ## test-sqlite: every SQLite suite (conformance, contract, fencing, multi-process, faults),
 ## built first so that the multi-process tests start their children at once
-test-sqlite: build-test-sqlite
-	$(CARGO) test -p alkstore-sqlite
-
-## build-test-sqlite: the binaries test-sqlite runs, built first so that the multi-process tests
-## start their children at once
-build-test-sqlite:
-	$(CARGO) test -q -p alkstore-sqlite --no-run
+test-sqlite: build-test-engines
+	$(ENGINE_TESTS) alkstore-sqlite
 
 ## bench-sqlite: try_lock+release against a hand-rolled lease row (direct and via spawn_blocking)
 ## and flock in the same run, for synchronous NORMAL and FULL (medians of 10 interleaved rounds),

@@ -2,10 +2,10 @@
 # `make test`: every check and suite, from a fresh clone, in as little wall time as two cores
 # allow. The suites mostly wait (on servers, browsers, child processes, sleeps), the checks and
 # builds mostly compute, so they overlap:
-#   1. set-up and fmt (serial), then the server engines' test binaries are built;
+#   1. set-up and fmt (serial), then the engines' test binaries are built (one build for all);
 #   2. in the background, each in a log of its own: the Redis suites, the PostgreSQL suites, the
-#      tool's and the SQLite suites (the tool on servers of its own, CLI_REDIS_PORT and
-#      CLI_PG_PORT, so that it does not share the engines' ports), the browser suites in two
+#      tool's and the SQLite suites and the engines' doctests (the tool on servers of its own,
+#      CLI_REDIS_PORT and CLI_PG_PORT, so that it does not share the engines' ports), the browser suites in two
 #      parts (the conformance suite and the npm package; IndexedDB; nice 10), and the MSRV check
 #      (its own target dir and toolchain, nice 10);
 #   3. in the foreground meanwhile, at nice 10 (the suites first): clippy, rustdoc, the native
@@ -105,10 +105,9 @@ foreground fmt fmt-check
 # The engines' test binaries first, so that their suites start while the rest compiles.
 order+=(build-engines)
 started[build-engines]=$(date +%s)
-# The suites' own build-test-X targets, which build one package at a time: several -p in one
-# build unify their dependencies' features into other artifacts, which the suites would then
-# build again.
-(part build-engines build-test-redis build-test-pg build-test-sqlite build-test-cli
+# One build of every engine package's tests (the suites run their binaries from it:
+# scripts/engine-tests.sh).
+(part build-engines build-test-engines
   s=$?; times >"$logs/build-engines.cpu"; exit $s)
 record build-engines $?
 if [ ${#failed[@]} -ne 0 ]; then stop_all; exit 1; fi
@@ -120,7 +119,7 @@ background redis test-redis
 PG_TEST_ARGS="-- --exact $(printf -- '--skip %s ' $($make print-pg-cancel))" \
   background pg test-pg
 CLI_REDIS_PORT=${CLI_REDIS_PORT:-6400} CLI_PG_PORT=${CLI_PG_PORT:-5438} \
-  background cli-sqlite test-cli test-sqlite
+  background cli-sqlite test-cli test-sqlite test-engine-docs
 PART_NICE=10 background msrv msrv
 # The browser suites in two parts (their pages on ports of their own; the npm package built into
 # a directory of each): they mostly wait on Chromium's timers, and the browser part was the

@@ -3,7 +3,7 @@
 //! difference, so setup cancels out). Built in the workspace (thin LTO) and in
 //! bench/downstream (no LTO); the baselines are compiled into this crate in both.
 //!
-//! Usage: hot_paths <path> <iterations>, path one of: floor, cycle, busy, renew, holder,
+//! Usage: `hot_paths <path> <iterations>`, path one of: floor, cycle, busy, renew, holder,
 //! is_held, hand-rolled, dashmap, floor-std.
 
 #[path = "../src/baselines.rs"]

@@ -95,7 +95,7 @@ fn every_demo_that_shows_fencing_uses_the_cores_fence() {
         "core/examples/basic.rs",
         "adapters/web/examples/registry.rs",
         "adapters/tokio/examples/demo.rs",
-        "adapters/redis/tools/src/bin/demo/main.rs",
+        "adapters/redis/tools/src/bin/redis-demo/main.rs",
     ] {
         let text = read(example);
         if text.contains("token") && !text.contains("Fence") {
