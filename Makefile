@@ -102,9 +102,10 @@ bench-downstream:
 	$(CARGO) bench --manifest-path bench/downstream/Cargo.toml --bench speed -- $(BENCH_ARGS)
 	$(CARGO) bench --manifest-path bench/downstream/Cargo.toml --bench memory
 
-## check-downstream: bench/downstream still compiles (not a workspace member, so --workspace skips it)
+## check-downstream: bench/downstream still compiles (not a workspace member, so --workspace skips it);
+## in clippy's target dir, where most of its dependencies are checked already
 check-downstream:
-	$(CARGO) check --manifest-path bench/downstream/Cargo.toml --benches --examples
+	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) $(CARGO) check --manifest-path bench/downstream/Cargo.toml --benches --examples
 
 ## bench-browser: the wasm registry against navigator.locks in headless Chromium
 bench-browser: setup
@@ -123,22 +124,29 @@ doc:
 	CARGO_TARGET_DIR=$(CHECK_TARGET_DIR) RUSTDOCFLAGS="-D warnings" $(CARGO) doc -q -p alkstore-mem-web -p alkstore-idb -p alkstore-idb-js --no-deps --target wasm32-unknown-unknown
 
 ## engines --------------------------------------------------------------------------------
-## The test binaries of the engines with a server or a file (Redis, PostgreSQL, SQLite, the
-## alkstore tool) are built by one `cargo test --no-run` for all of them (ENGINE_PKGS): built
-## one package at a time, each got other dependency features and its own build of tokio, syn,
-## redis and the workspace's crates under them. The suites (test-redis, test-pg, test-sqlite,
-## test-cli) then run their package's binaries from that build (scripts/engine-tests.sh, as
-## `cargo test -p` runs them), after it and before their servers start; the doctests of all
-## of them run in test-engine-docs.
+## The test binaries of the engines with a server or a file are built by one `cargo test
+## --no-run` for the three of them (ENGINE_PKGS), and those of the packages built on the
+## shipped engines (the alkstore tool, the Redis topologies' suites and tools) by another
+## (TOOL_PKGS): built one package at a time, each got other dependency features and its own
+## build of tokio, syn, redis and the workspace's crates under them. Two sets, not one: the
+## engines' own tests turn on their `test-clock` hooks, which must not reach the tool's
+## binary or the failover figures (they test the builds users get). The suites (test-redis,
+## test-pg, test-sqlite, test-cli) run their package's binaries from these builds
+## (scripts/engine-tests.sh, as `cargo test -p` runs them), after them and before their servers
+## start; the doctests run in test-engine-docs.
 .PHONY: build-test-engines test-engine-docs
-ENGINE_PKGS := -p alkstore-redis -p alkstore-redis-tools -p alkstore-pg -p alkstore-sqlite -p alkstore-cli
-ENGINE_TESTS = env ENGINE_PKGS="$(ENGINE_PKGS)" scripts/engine-tests.sh
+ENGINE_PKGS := -p alkstore-redis -p alkstore-pg -p alkstore-sqlite
+TOOL_PKGS := -p alkstore-cli -p alkstore-redis-tools
+ENGINE_TESTS = env TEST_PKGS="$(ENGINE_PKGS)" scripts/engine-tests.sh
+TOOL_TESTS = env TEST_PKGS="$(TOOL_PKGS)" scripts/engine-tests.sh
 build-test-engines:
 	$(CARGO) test -q --no-run $(ENGINE_PKGS)
+	$(CARGO) test -q --no-run $(TOOL_PKGS)
 
-## test-engine-docs: the doctests of the engine packages (none needs a server)
+## test-engine-docs: the doctests of those packages (none needs a server)
 test-engine-docs: build-test-engines
 	$(CARGO) test -q --doc $(ENGINE_PKGS)
+	$(CARGO) test -q --doc $(TOOL_PKGS)
 ## end engines ----------------------------------------------------------------------------
 
 ## redis ----------------------------------------------------------------------------------
@@ -167,8 +175,8 @@ redis-port:
 ## (Sentinel: a master, a replica, three sentinels on 6450-6454; Cluster: 3 masters, 3 replicas on 6460-6465)
 test-redis: redis-setup redis-port build-test-engines
 	$(REDIS_RUN) $(ENGINE_TESTS) alkstore-redis
-	$(ENGINE_TESTS) alkstore-redis-tools
-	$$($(ENGINE_TESTS) alkstore-redis-tools --bin failover) --failovers 2
+	$(TOOL_TESTS) alkstore-redis-tools
+	$$($(TOOL_TESTS) alkstore-redis-tools --bin failover) --failovers 2
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
 ## then, with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench, attached only for these rows), try_lock+release with replica ack
@@ -250,7 +258,7 @@ demo-pg: pg-setup pg-port
 CLI_REDIS_PORT ?= 6390
 CLI_PG_PORT ?= 5439
 test-cli: redis-setup pg-setup build-test-engines
-	scripts/pg-run.sh --port $(CLI_PG_PORT) -- scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(ENGINE_TESTS) alkstore-cli
+	scripts/pg-run.sh --port $(CLI_PG_PORT) -- scripts/redis-run.sh --port $(CLI_REDIS_PORT) -- $(TOOL_TESTS) alkstore-cli
 ## end cli ---------------------------------------------------------------------------------
 
 ## idb ------------------------------------------------------------------------------------

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
-# Runs one engine package's tests from the engines' shared build, as `cargo test -p <package>`
-# would run them: the library's unit tests, then each binary's, then each integration test (by
-# name), from the package's directory, the arguments after `--` given to each binary.
+# Runs one package's tests from a shared build of several packages' tests, as `cargo test -p
+# <package>` would run them: the library's unit tests, then each binary's, then each
+# integration test (by name), from the package's directory, the arguments after `--` given to
+# each binary.
 #
 # Why not `cargo test -p <package>`: cargo resolves dependency features for the packages a
 # command names, so `-p alkstore-redis`, `-p alkstore-pg`, `-p alkstore-sqlite`, `-p alkstore-cli`
 # one after the other got different tokio, syn, redis, ... and different builds of the
-# workspace's own crates under them: a cold `make test` built those five times (about 100 CPU-s).
-# `make build-test-engines` builds every engine package's tests in one `cargo test --no-run`
-# (ENGINE_PKGS); this script asks that same command (nothing left to build) where the binaries
-# are. The doctests of these packages run once for all: `make test-engine-docs`.
+# workspace's own crates under them: a cold `make test` built those up to five times.
+# `make build-test-engines` builds the tests of a set of packages (TEST_PKGS: the Makefile's
+# ENGINE_PKGS or TOOL_PKGS) in one `cargo test --no-run`; this script asks that same command
+# (nothing left to build) where the binaries are. Their doctests run in `make test-engine-docs`.
 #
 # Every binary runs even when one fails; the script then fails, naming them. It fails too when
-# the package has no test binary (a wrong name, or ENGINE_PKGS without it).
-# Usage: ENGINE_PKGS="-p a -p b" scripts/engine-tests.sh <package> [--test <name>]... [-- <args>]
-#        ENGINE_PKGS="-p a -p b" scripts/engine-tests.sh <package> --bin <name>
+# the package has no test binary (a wrong name, or TEST_PKGS without it).
+# Usage: TEST_PKGS="-p a -p b" scripts/engine-tests.sh <package> [--test <name>]... [-- <args>]
+#        TEST_PKGS="-p a -p b" scripts/engine-tests.sh <package> --bin <name>
 #          (prints the path of the package's binary <name>, as built for its tests, and exits)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 die() { echo "engine-tests: error: $*" >&2; exit 2; }
-[ -n "${ENGINE_PKGS:-}" ] || die "ENGINE_PKGS is not set (the Makefile sets it: make test-redis, test-pg, ...)"
+[ -n "${TEST_PKGS:-}" ] || die "TEST_PKGS is not set (the Makefile sets it: make test-redis, test-pg, ...)"
 [ $# -ge 1 ] || die "usage: scripts/engine-tests.sh <package> [--test <name>]... [--bin <name>] [-- <args>]"
 package=$1
 shift
@@ -32,8 +33,8 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument '$1'" ;;
   esac
 done
-# shellcheck disable=SC2086 # ENGINE_PKGS is a list of words
-messages=$(cargo test -q --no-run $ENGINE_PKGS --message-format=json) || die "the engines' tests do not build"
+# shellcheck disable=SC2086 # TEST_PKGS is a list of words
+messages=$(cargo test -q --no-run $TEST_PKGS --message-format=json) || die "the tests of $TEST_PKGS do not build"
 
 # Cargo's JSON messages (one object a line; the documented format): the artifacts with an
 # executable. Each becomes "<order> <kind> <name> <test|plain> <dir> <path>".
@@ -65,7 +66,7 @@ if [ -n "$bin" ]; then
     read -r _ kind name mode _ exe <<<"$f"
     if [ "$kind" = bin ] && [ "$name" = "$bin" ] && [ "$mode" = plain ]; then echo "$exe"; exit 0; fi
   done
-  die "$package has no binary '$bin' in the engines' build"
+  die "$package has no binary '$bin' in the build of $TEST_PKGS"
 fi
 
 failed=() ran=0
@@ -79,7 +80,7 @@ while read -r _ kind name mode dir exe; do
   (cd "$dir" && "$exe" "${args[@]}") || failed+=("$kind $name")
 done < <(printf '%s\n' "${found[@]}" | sort -k1,1n -k3,3)
 
-[ "$ran" -gt 0 ] || die "no test binary of $package${only:+ named ${only[*]}} in the engines' build (ENGINE_PKGS: $ENGINE_PKGS)"
+[ "$ran" -gt 0 ] || die "no test binary of $package${only:+ named ${only[*]}} in the build of $TEST_PKGS"
 if [ ${#failed[@]} -gt 0 ]; then
   echo "engine-tests: $package: ${#failed[@]} of $ran test binaries failed: ${failed[*]}" >&2
   exit 101
