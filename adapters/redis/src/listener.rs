@@ -8,7 +8,7 @@ use alkstore_kit::{Fallback, Job, Listener, WakeSink};
 use futures_lite::StreamExt;
 
 use crate::config::RedisConfig;
-use crate::scripts::{SCRIPTS, ToRedisArgsDyn, invocation};
+use crate::scripts::{SCRIPTS, ToRedisArgsDyn, eval, evalsha, no_script};
 use crate::sentinel::RECHECK;
 use crate::source::Source;
 
@@ -111,18 +111,24 @@ impl RedisFallback {
 impl Fallback for RedisFallback {
     async fn run(self, job: Job) -> bool {
         let cluster = matches!(self.source, Source::Cluster(_));
-        let call = match &job {
+        let mark_ms = &self.mark_ms;
+        let (script, name, args): (_, _, Vec<&dyn ToRedisArgsDyn>) = match &job {
             Job::Release { name, token, rid } => {
-                let args: [&dyn ToRedisArgsDyn; 3] = [token, rid, &self.mark_ms];
-                invocation(&SCRIPTS.release, &self.prefix, cluster, name, &args)
+                (&SCRIPTS.release, name, vec![token, rid, mark_ms])
             }
-            Job::Withdraw { name, id, .. } => {
-                invocation(&SCRIPTS.cancel, &self.prefix, cluster, name, &[id])
-            }
+            Job::Withdraw { name, id, .. } => (&SCRIPTS.cancel, name, vec![id]),
         };
         let Ok(mut conn) = self.source.connection().await else {
             return false;
         };
-        call.invoke_async::<redis::Value>(&mut conn).await.is_ok()
+        // By EVALSHA, and by EVAL where the server does not have the script (as `run` does).
+        let sha = evalsha(script, &self.prefix, cluster, name, &args);
+        match sha.query_async::<redis::Value>(&mut conn).await {
+            Err(e) if no_script(&e) => eval(script, &self.prefix, cluster, name, &args)
+                .query_async::<redis::Value>(&mut conn)
+                .await
+                .is_ok(),
+            reply => reply.is_ok(),
+        }
     }
 }

@@ -15,22 +15,42 @@ const CLOCK: &str = include_str!("scripts/clock.lua");
 const CLOCK: &str = include_str!("scripts/clock_test.lua");
 const COMMON: &str = include_str!("scripts/common.lua");
 
-/// Every script, built once per process (a [`Script`] knows its SHA1, runs by EVALSHA and
-/// falls back to EVAL when the server lost its script cache, as after a restart).
+/// Every script, built once per process. Each runs by EVALSHA, and by EVAL (its source) on a
+/// server or node that does not have it: after a restart or `SCRIPT FLUSH`, or on a replica
+/// just promoted on a Redis Cluster, which the client's `SCRIPT LOAD` (sent to the masters it
+/// knows) may not reach.
 pub(crate) struct Scripts {
-    pub(crate) try_lock: Script,
-    pub(crate) holder: Script,
-    pub(crate) renew: Script,
-    pub(crate) is_held: Script,
-    pub(crate) release: Script,
-    pub(crate) acquire: Script,
-    pub(crate) cancel: Script,
-    pub(crate) force_release: Script,
-    pub(crate) snapshot: Script,
+    pub(crate) try_lock: Lua,
+    pub(crate) holder: Lua,
+    pub(crate) renew: Lua,
+    pub(crate) is_held: Lua,
+    pub(crate) release: Lua,
+    pub(crate) acquire: Lua,
+    pub(crate) cancel: Lua,
+    pub(crate) force_release: Lua,
+    pub(crate) snapshot: Lua,
 }
 
-fn script(body: &str) -> Script {
-    Script::new(&[CLOCK, COMMON, body].concat())
+/// One script: its [`Script`] (its SHA1, for EVALSHA) and its source (for EVAL).
+pub(crate) struct Lua {
+    script: Script,
+    source: String,
+}
+
+impl std::ops::Deref for Lua {
+    type Target = Script;
+
+    fn deref(&self) -> &Script {
+        &self.script
+    }
+}
+
+fn script(body: &str) -> Lua {
+    let source = [CLOCK, COMMON, body].concat();
+    Lua {
+        script: Script::new(&source),
+        source,
+    }
 }
 
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
@@ -70,21 +90,18 @@ pub(crate) fn field(reply: &[String], i: usize) -> Result<u64, LockError> {
 
 /// A script argument, as an object (so that one call can pass arguments of several types).
 pub(crate) trait ToRedisArgsDyn: Sync {
-    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>);
     fn push_to_cmd(&self, cmd: &mut redis::Cmd);
 }
 
 impl<T: ToRedisArgs + Sync> ToRedisArgsDyn for T {
-    fn push_to(&self, invocation: &mut redis::ScriptInvocation<'_>) {
-        invocation.arg(self);
-    }
     fn push_to_cmd(&self, cmd: &mut redis::Cmd) {
         cmd.arg(self);
     }
 }
 
-/// The same invocation as [`invocation`], as an `EVALSHA` command (to pipeline it with a
-/// `WAIT`); the script must be loaded (`NOSCRIPT` otherwise).
+/// A script's call on `name` with `args` as an `EVALSHA` command, its keys the namespace
+/// prefix and, on a Redis Cluster (`cluster`), the [`guard_key`]; the script must be loaded
+/// (`NOSCRIPT` otherwise).
 pub(crate) fn evalsha(
     script: &Script,
     prefix: &str,
@@ -92,8 +109,31 @@ pub(crate) fn evalsha(
     name: &str,
     args: &[&dyn ToRedisArgsDyn],
 ) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash());
+    command("EVALSHA", script.get_hash(), prefix, cluster, name, args)
+}
+
+/// The same call as an `EVAL` command: the script's source, which runs on whichever
+/// node the namespace's key routes to, loaded there or not.
+pub(crate) fn eval(
+    lua: &Lua,
+    prefix: &str,
+    cluster: bool,
+    name: &str,
+    args: &[&dyn ToRedisArgsDyn],
+) -> redis::Cmd {
+    command("EVAL", &lua.source, prefix, cluster, name, args)
+}
+
+fn command(
+    verb: &str,
+    script: &str,
+    prefix: &str,
+    cluster: bool,
+    name: &str,
+    args: &[&dyn ToRedisArgsDyn],
+) -> redis::Cmd {
+    let mut cmd = redis::cmd(verb);
+    cmd.arg(script);
     if cluster {
         cmd.arg(2).arg(prefix).arg(guard_key(prefix));
     } else {
@@ -116,24 +156,9 @@ fn guard_key(prefix: &str) -> String {
     format!("{prefix}!")
 }
 
-/// A script's invocation on `name` with `args`, its keys the namespace prefix and, on a Redis
-/// Cluster (`cluster`), the [`guard_key`].
-pub(crate) fn invocation<'a>(
-    script: &'a Script,
-    prefix: &str,
-    cluster: bool,
-    name: &str,
-    args: &[&dyn ToRedisArgsDyn],
-) -> redis::ScriptInvocation<'a> {
-    let mut invocation = script.key(prefix);
-    if cluster {
-        invocation.key(guard_key(prefix));
-    }
-    invocation.arg(name);
-    for arg in args {
-        arg.push_to(&mut invocation);
-    }
-    invocation
+/// Whether `e` is the server's `NOSCRIPT`: it does not have the script (nothing of it ran).
+pub(crate) fn no_script(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
 /// A Redis error as the contract's `Unavailable`.

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline, unavailable};
 use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp};
-use redis::{FromRedisValue, Script};
+use redis::FromRedisValue;
 
 use crate::config::RedisConfig;
 use crate::conn::{Conn, open};
 use crate::listener::{RedisFallback, RedisListener};
 use crate::scripts::{
-    SCRIPTS, ToRedisArgsDyn, evalsha, failed, field, from_us, invocation, micros,
+    Lua, SCRIPTS, ToRedisArgsDyn, eval, evalsha, failed, field, from_us, micros, no_script,
 };
 use crate::source::Source;
 
@@ -58,21 +58,21 @@ impl Redis {
     /// [`LockError::Unavailable`]. The kit bounds it by the `io_timeout`.
     pub(crate) async fn run<T: FromRedisValue>(
         &self,
-        script: &Script,
+        script: &Lua,
         name: &str,
         args: &[&dyn ToRedisArgsDyn],
     ) -> Result<T, LockError> {
-        let invocation = invocation(script, &self.prefix, self.cluster(), name, args);
+        let call = evalsha(script, &self.prefix, self.cluster(), name, args);
         let mut conn = self.conn.clone();
         #[cfg(feature = "test-clock")]
         let lose_reply = self.lose_next_reply.swap(false, Ordering::SeqCst);
         #[cfg(not(feature = "test-clock"))]
         let lose_reply = false;
-        let first = invocation.invoke_async(&mut conn).await;
-        match first {
+        let first = call.query_async(&mut conn).await;
+        let reply = match first {
             // The test hook: the script ran, its reply is dropped, as by a connection that
             // died after the server ran it.
-            Ok(_) if lose_reply => invocation.invoke_async(&mut conn).await,
+            Ok(_) if lose_reply => call.query_async(&mut conn).await,
             // The connection was found dead (killed, or the server restarted): the manager
             // reconnects, and the call is tried once more on the new connection. The server
             // may have run it before the connection died (the reply was lost), so every
@@ -83,7 +83,19 @@ impl Redis {
             // Through sentinels, a demoted master answers READONLY (nothing ran): the
             // connection is forgotten and the retry asks the sentinels for the master again.
             Err(e) if e.is_connection_dropped() || e.is_io_error() || read_only(&e) => {
-                invocation.invoke_async(&mut conn).await
+                call.query_async(&mut conn).await
+            }
+            other => other,
+        };
+        match reply {
+            // The server or node does not have the script (nothing of it ran): its source, by
+            // EVAL, runs wherever the key routes. (`SCRIPT LOAD` then EVALSHA, as the client
+            // library does, failed on a Redis Cluster whose master had just been killed: the
+            // load went to the masters the client knew, not to the promoted replica.)
+            Err(e) if no_script(&e) => {
+                eval(script, &self.prefix, self.cluster(), name, args)
+                    .query_async(&mut conn)
+                    .await
             }
             other => other,
         }
@@ -99,7 +111,7 @@ impl Redis {
     /// them ([`acked`](Self::acked)).
     pub(crate) async fn run_waited<T: FromRedisValue>(
         &self,
-        script: &Script,
+        script: &Lua,
         name: &str,
         args: &[&dyn ToRedisArgsDyn],
     ) -> Result<(T, Option<u32>), LockError> {
@@ -111,26 +123,27 @@ impl Redis {
             .min(self.config.io_timeout() * 3 / 4)
             .as_millis()
             .clamp(1, u128::from(u32::MAX));
-        let mut pipe = redis::pipe();
-        pipe.add_command(evalsha(script, &self.prefix, self.cluster(), name, args))
-            .cmd("WAIT")
-            .arg(replicas)
-            .arg(u64::try_from(wait_ms).unwrap_or(u64::MAX));
+        let wait_ms = u64::try_from(wait_ms).unwrap_or(u64::MAX);
+        let waited = |script: redis::Cmd| {
+            let mut pipe = redis::pipe();
+            pipe.add_command(script)
+                .cmd("WAIT")
+                .arg(replicas)
+                .arg(wait_ms);
+            pipe
+        };
+        let mut pipe = waited(evalsha(script, &self.prefix, self.cluster(), name, args));
         let mut conn = self.conn.clone();
-        let mut loaded = false;
+        let mut by_source = false;
         let mut retried = false;
         loop {
             match pipe.query_async::<(T, u32)>(&mut conn).await {
                 Ok((reply, acked)) => return Ok((reply, Some(acked))),
-                // The server does not have the script (first use, a restart, SCRIPT FLUSH):
-                // load it and send the pipeline again (nothing of it ran).
-                Err(e)
-                    if !loaded
-                        && e.kind()
-                            == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    loaded = true;
-                    script.load_async(&mut conn).await.map_err(|e| failed(&e))?;
+                // The server does not have the script (first use, a restart, SCRIPT FLUSH, a
+                // promoted replica): the pipeline again with its source (nothing of it ran).
+                Err(e) if !by_source && no_script(&e) => {
+                    by_source = true;
+                    pipe = waited(eval(script, &self.prefix, self.cluster(), name, args));
                 }
                 // As in `run`: the manager reconnects, and the idempotent script runs again.
                 Err(e)

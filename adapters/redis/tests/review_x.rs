@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use alkstore_mem::LockError;
 use alkstore_redis::{RedisConfig, RedisLocks};
-use common::{fresh_namespace, live_keys, namespace_keys, store, store_in, url};
+use common::{fresh_namespace, live_keys, namespace_keys, shared_cli, store, store_in, url};
 
 // ---------------------------------------------------------------------------------------------
 // 3. Secrets in error messages.
@@ -243,4 +243,54 @@ async fn release_marks_expire() {
     assert_eq!(namespace_keys(&ns).len(), 2, "the token and one mark");
     tokio::time::sleep(Duration::from_millis(1300)).await;
     assert_eq!(namespace_keys(&ns), vec![format!("{{{ns}}}:token")]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scripts the server does not have.
+// ---------------------------------------------------------------------------------------------
+
+/// A server that lost the engine's scripts (a restart, `SCRIPT FLUSH`) and does not let this
+/// client `SCRIPT LOAD` them (an ACL): every call still runs, its script sent by EVAL. The same
+/// path serves a Redis Cluster whose master was just killed: the client library's load went
+/// to the masters it knew, EVALSHA on the promoted replica answered NOSCRIPT again, and a
+/// waiter's step failed with `Unavailable` (the cluster suite, once, in a loaded `make test`).
+#[tokio::test]
+async fn scripts_run_by_source_where_they_cannot_be_loaded() {
+    let user = format!("noload{}", std::process::id());
+    let acl = [
+        "ACL",
+        "SETUSER",
+        &user,
+        "on",
+        ">noload",
+        "~*",
+        "&*",
+        "+@all",
+        "-script|load",
+    ];
+    assert_eq!(shared_cli(&acl).trim(), "OK");
+    let as_user = url().replacen("redis://", &format!("redis://{user}:noload@"), 1);
+    let ns = fresh_namespace();
+    let locks = RedisLocks::connect_with(&as_user, RedisConfig::new().with_namespace(ns))
+        .await
+        .expect("connects as a user who may not SCRIPT LOAD");
+    let ttl = Duration::from_secs(30);
+    assert_eq!(shared_cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+    let lock = locks
+        .try_lock("job", "a", ttl)
+        .await
+        .expect("try_lock runs without the script loaded")
+        .expect("granted");
+    assert_eq!(shared_cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+    let holder = locks
+        .holder("job")
+        .await
+        .expect("holder runs")
+        .expect("held");
+    assert_eq!((holder.owner(), holder.token()), ("a", lock.token()));
+    assert_eq!(shared_cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+    assert_eq!(lock.release().await, Ok(true));
+    assert_eq!(shared_cli(&["SCRIPT", "FLUSH"]).trim(), "OK");
+    assert!(locks.holder("job").await.expect("holder runs").is_none());
+    shared_cli(&["ACL", "DELUSER", &user]);
 }
