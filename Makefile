@@ -137,8 +137,8 @@ doc:
 .PHONY: build-test-engines test-engine-docs
 ENGINE_PKGS := -p alkstore-redis -p alkstore-pg -p alkstore-sqlite
 TOOL_PKGS := -p alkstore-cli -p alkstore-redis-tools
-ENGINE_TESTS = env TEST_PKGS="$(ENGINE_PKGS)" scripts/engine-tests.sh
-TOOL_TESTS = env TEST_PKGS="$(TOOL_PKGS)" scripts/engine-tests.sh
+ENGINE_TESTS = env TEST_PKGS="$(ENGINE_PKGS)" CARGO="$(CARGO)" scripts/engine-tests.sh
+TOOL_TESTS = env TEST_PKGS="$(TOOL_PKGS)" CARGO="$(CARGO)" scripts/engine-tests.sh
 build-test-engines:
 	$(CARGO) test -q --no-run $(ENGINE_PKGS)
 	$(CARGO) test -q --no-run $(TOOL_PKGS)
@@ -176,7 +176,7 @@ redis-port:
 test-redis: redis-setup redis-port build-test-engines
 	$(REDIS_RUN) $(ENGINE_TESTS) alkstore-redis
 	$(TOOL_TESTS) alkstore-redis-tools
-	$$($(TOOL_TESTS) alkstore-redis-tools --bin failover) --failovers 2
+	failover=$$($(TOOL_TESTS) alkstore-redis-tools --bin failover); "$$failover" --failovers 2
 
 ## bench-redis: try_lock+release against a hand-rolled SET NX PX lock, 16 tasks on one connection, in-memory alongside;
 ## then, with a replica of the server on $(REDIS_BENCH_REPLICA_PORT) (started and stopped by the bench, attached only for these rows), try_lock+release with replica ack
@@ -219,7 +219,7 @@ pg-setup:
 	@scripts/pg-setup.sh
 
 ## test-pg: every PostgreSQL suite (contract, conformance, tokens, fencing, multi-process,
-## faults) against a real server; PG_TEST_ARGS go to cargo test (make test skips the two tests
+## faults) against a real server; PG_TEST_ARGS go to scripts/engine-tests.sh (`--test <name>`, `-- <test args>`; make test skips the two tests
 ## of test-pg-cancel here, and runs them at its end)
 PG_TEST_ARGS ?=
 PG_CANCEL_UNDER_LOAD := a_holders_keep_alive_survives_callers_that_time_out_around_it request_timeouts_on_acquire_leave_an_unrelated_keep_alive_its_lease

@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 # shellcheck disable=SC2086 # TEST_PKGS is a list of words
-messages=$(cargo test -q --no-run $TEST_PKGS --message-format=json) || die "the tests of $TEST_PKGS do not build"
+messages=$(${CARGO:-cargo} test -q --no-run $TEST_PKGS --message-format=json) || die "the tests of $TEST_PKGS do not build"
 
 # Cargo's JSON messages (one object a line; the documented format): the artifacts with an
 # executable. Each becomes "<order> <kind> <name> <test|plain> <dir> <path>".
@@ -69,8 +69,14 @@ if [ -n "$bin" ]; then
   die "$package has no binary '$bin' in the build of $TEST_PKGS"
 fi
 
+# Each --test name must be one of the package's integration tests (cargo refuses a typo too).
+for t in "${only[@]}"; do
+  printf '%s\n' "${found[@]}" | grep -q "^3 test $t test " || die "$package has no integration test '$t'"
+done
+# The list on descriptor 3: the binaries get this script's standard input, as under cargo,
+# and a test that reads its stdin cannot eat the rest of the list.
 failed=() ran=0
-while read -r _ kind name mode dir exe; do
+while read -r -u 3 _ kind name mode dir exe; do
   [ "$mode" = test ] || continue
   if [ ${#only[@]} -gt 0 ]; then
     [ "$kind" = test ] && [[ " ${only[*]} " == *" $name "* ]] || continue
@@ -78,7 +84,7 @@ while read -r _ kind name mode dir exe; do
   echo "     Running $kind $name ($exe)"
   ran=$((ran + 1))
   (cd "$dir" && "$exe" "${args[@]}") || failed+=("$kind $name")
-done < <(printf '%s\n' "${found[@]}" | sort -k1,1n -k3,3)
+done 3< <(printf '%s\n' "${found[@]}" | sort -k1,1n -k3,3)
 
 [ "$ran" -gt 0 ] || die "no test binary of $package${only:+ named ${only[*]}} in the build of $TEST_PKGS"
 if [ ${#failed[@]} -gt 0 ]; then

@@ -62,17 +62,16 @@ impl Redis {
         name: &str,
         args: &[&dyn ToRedisArgsDyn],
     ) -> Result<T, LockError> {
-        let call = evalsha(script, &self.prefix, self.cluster(), name, args);
         let mut conn = self.conn.clone();
         #[cfg(feature = "test-clock")]
         let lose_reply = self.lose_next_reply.swap(false, Ordering::SeqCst);
         #[cfg(not(feature = "test-clock"))]
         let lose_reply = false;
-        let first = call.query_async(&mut conn).await;
-        let reply = match first {
+        let first = self.attempt(script, name, args, &mut conn).await;
+        match first {
             // The test hook: the script ran, its reply is dropped, as by a connection that
             // died after the server ran it.
-            Ok(_) if lose_reply => call.query_async(&mut conn).await,
+            Ok(_) if lose_reply => self.attempt(script, name, args, &mut conn).await,
             // The connection was found dead (killed, or the server restarted): the manager
             // reconnects, and the call is tried once more on the new connection. The server
             // may have run it before the connection died (the reply was lost), so every
@@ -83,23 +82,38 @@ impl Redis {
             // Through sentinels, a demoted master answers READONLY (nothing ran): the
             // connection is forgotten and the retry asks the sentinels for the master again.
             Err(e) if e.is_connection_dropped() || e.is_io_error() || read_only(&e) => {
-                call.query_async(&mut conn).await
-            }
-            other => other,
-        };
-        match reply {
-            // The server or node does not have the script (nothing of it ran): its source, by
-            // EVAL, runs wherever the key routes. (`SCRIPT LOAD` then EVALSHA, as the client
-            // library does, failed on a Redis Cluster whose master had just been killed: the
-            // load went to the masters the client knew, not to the promoted replica.)
-            Err(e) if no_script(&e) => {
-                eval(script, &self.prefix, self.cluster(), name, args)
-                    .query_async(&mut conn)
-                    .await
+                self.attempt(script, name, args, &mut conn).await
             }
             other => other,
         }
         .map_err(|e| failed(&e))
+    }
+
+    /// One attempt of [`run`](Self::run): EVALSHA, and where the server or node does not have
+    /// the script (nothing of it ran) its source by EVAL, which runs wherever the key routes.
+    /// (`SCRIPT LOAD` then EVALSHA, as the client library does, failed on a Redis Cluster whose
+    /// master had just been killed: the load went to the masters the client knew, not to the
+    /// promoted replica.) A lost reply or a dropped connection is the caller's to retry, the
+    /// whole attempt, EVAL included.
+    async fn attempt<T: FromRedisValue>(
+        &self,
+        script: &Lua,
+        name: &str,
+        args: &[&dyn ToRedisArgsDyn],
+        conn: &mut Conn,
+    ) -> redis::RedisResult<T> {
+        let cluster = self.cluster();
+        match evalsha(script, &self.prefix, cluster, name, args)
+            .query_async(conn)
+            .await
+        {
+            Err(e) if no_script(&e) => {
+                eval(script, &self.prefix, cluster, name, args)
+                    .query_async(conn)
+                    .await
+            }
+            other => other,
+        }
     }
 
     /// Runs `script` as [`run`](Self::run) does; with a replica ack configured
