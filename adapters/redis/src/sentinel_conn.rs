@@ -146,8 +146,14 @@ impl SentinelConn {
         let handle = tokio::runtime::Handle::try_current().ok()?;
         let mut state = self.state();
         let conn = state.conn.clone()?;
-        if !state.rechecking {
-            state.rechecking = true;
+        let generation = state.generation;
+        let start = !state.rechecking;
+        state.rechecking = true;
+        // Spawned with the state unlocked: on a runtime that is shutting down, `spawn` drops
+        // the task at once, and `Rechecked`'s drop locks the state (under the lock, that
+        // thread waited on itself for ever: seen at the end of the Sentinel suite).
+        drop(state);
+        if start {
             // Made out here, so that a task dropped unpolled (its runtime shutting down)
             // still clears the flag.
             let done = Rechecked(self.shared.clone());
@@ -156,7 +162,7 @@ impl SentinelConn {
                 let _ = done.0.ask().await;
             });
         }
-        Some((state.generation, conn))
+        Some((generation, conn))
     }
 
     /// The connection in use, once the sentinels have named its master within [`RECHECK`]
