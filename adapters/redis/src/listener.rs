@@ -8,7 +8,7 @@ use alkstore_kit::{Fallback, Job, Listener, WakeSink};
 use futures_lite::StreamExt;
 
 use crate::config::RedisConfig;
-use crate::scripts::{SCRIPTS, ToRedisArgsDyn, eval, evalsha, no_script};
+use crate::scripts::{SCRIPTS, ToRedisArgsDyn, call};
 use crate::sentinel::RECHECK;
 use crate::source::Source;
 
@@ -121,14 +121,8 @@ impl Fallback for RedisFallback {
         let Ok(mut conn) = self.source.connection().await else {
             return false;
         };
-        // By EVALSHA, and by EVAL where the server does not have the script (as `run` does).
-        let sha = evalsha(script, &self.prefix, cluster, name, &args);
-        match sha.query_async::<redis::Value>(&mut conn).await {
-            Err(e) if no_script(&e) => eval(script, &self.prefix, cluster, name, &args)
-                .query_async::<redis::Value>(&mut conn)
-                .await
-                .is_ok(),
-            reply => reply.is_ok(),
-        }
+        call::<redis::Value>(&mut conn, script, &self.prefix, cluster, name, &args)
+            .await
+            .is_ok()
     }
 }

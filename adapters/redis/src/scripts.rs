@@ -156,6 +156,33 @@ fn guard_key(prefix: &str) -> String {
     format!("{prefix}!")
 }
 
+/// Runs `lua` on `name` with `args` once on `conn`: EVALSHA, and where the server or node
+/// does not have the script (nothing of it ran) its source by EVAL, which runs wherever the key
+/// routes. (`SCRIPT LOAD` then EVALSHA, as the client library does, failed on a Redis Cluster
+/// whose master had just been killed: the load went to the masters the client knew, not to
+/// the promoted replica.) A lost reply or a dropped connection is the caller's to retry, the
+/// whole call, EVAL included.
+pub(crate) async fn call<T: redis::FromRedisValue>(
+    conn: &mut impl redis::aio::ConnectionLike,
+    lua: &Lua,
+    prefix: &str,
+    cluster: bool,
+    name: &str,
+    args: &[&dyn ToRedisArgsDyn],
+) -> redis::RedisResult<T> {
+    match evalsha(lua, prefix, cluster, name, args)
+        .query_async(conn)
+        .await
+    {
+        Err(e) if no_script(&e) => {
+            eval(lua, prefix, cluster, name, args)
+                .query_async(conn)
+                .await
+        }
+        other => other,
+    }
+}
+
 /// Whether `e` is the server's `NOSCRIPT`: it does not have the script (nothing of it ran).
 pub(crate) fn no_script(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)

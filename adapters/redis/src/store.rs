@@ -8,15 +8,14 @@ use std::time::Duration;
 
 use alkstore_kit::{Grant, Held, Protocol, Reply, Step, StepReply, WaitDeadline, unavailable};
 use alkstore_mem::{LeaseInfo, LockError, Snapshot, Timestamp};
-use redis::FromRedisValue;
 
 use crate::config::RedisConfig;
 use crate::conn::{Conn, open};
 use crate::listener::{RedisFallback, RedisListener};
-use crate::scripts::{
-    Lua, SCRIPTS, ToRedisArgsDyn, eval, evalsha, failed, field, from_us, micros, no_script,
-};
+use crate::scripts::{SCRIPTS, ToRedisArgsDyn, field, from_us, micros};
 use crate::source::Source;
+
+mod call;
 
 /// The Redis engine: one multiplexed connection (to one server, reconnecting by itself; or
 /// to the master that sentinels name, asking them again after a failure), where the pub/sub
@@ -43,147 +42,12 @@ fn lease_from(name: &str, reply: &[String]) -> Result<Option<LeaseInfo>, LockErr
     Ok(Some(LeaseInfo::new(name, owner, token, from_us(deadline))))
 }
 
-/// Whether `e` is a replica's refusal of a write (a master demoted by a failover).
-fn read_only(e: &redis::RedisError) -> bool {
-    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly)
-}
-
 /// `Some(t)` for a server reading `us`, `None` for `0` (the scripts' "none").
 fn optional(us: u64) -> Option<Timestamp> {
     (us != 0).then(|| from_us(us))
 }
 
 impl Redis {
-    /// Runs `script` on `name` with `args`; every failure (refused, a script error) is
-    /// [`LockError::Unavailable`]. The kit bounds it by the `io_timeout`.
-    pub(crate) async fn run<T: FromRedisValue>(
-        &self,
-        script: &Lua,
-        name: &str,
-        args: &[&dyn ToRedisArgsDyn],
-    ) -> Result<T, LockError> {
-        let mut conn = self.conn.clone();
-        #[cfg(feature = "test-clock")]
-        let lose_reply = self.lose_next_reply.swap(false, Ordering::SeqCst);
-        #[cfg(not(feature = "test-clock"))]
-        let lose_reply = false;
-        let first = self.attempt(script, name, args, &mut conn).await;
-        match first {
-            // The test hook: the script ran, its reply is dropped, as by a connection that
-            // died after the server ran it.
-            Ok(_) if lose_reply => self.attempt(script, name, args, &mut conn).await,
-            // The connection was found dead (killed, or the server restarted): the manager
-            // reconnects, and the call is tried once more on the new connection. The server
-            // may have run it before the connection died (the reply was lost), so every
-            // script is idempotent: renew, is_held, holder and cancel are by nature;
-            // try_lock and acquire pass a request id that a retry finds in its own lease and
-            // returns as granted; release leaves a short-lived mark under its request id, so
-            // a retry still answers true.
-            // Through sentinels, a demoted master answers READONLY (nothing ran): the
-            // connection is forgotten and the retry asks the sentinels for the master again.
-            Err(e) if e.is_connection_dropped() || e.is_io_error() || read_only(&e) => {
-                self.attempt(script, name, args, &mut conn).await
-            }
-            other => other,
-        }
-        .map_err(|e| failed(&e))
-    }
-
-    /// One attempt of [`run`](Self::run): EVALSHA, and where the server or node does not have
-    /// the script (nothing of it ran) its source by EVAL, which runs wherever the key routes.
-    /// (`SCRIPT LOAD` then EVALSHA, as the client library does, failed on a Redis Cluster whose
-    /// master had just been killed: the load went to the masters the client knew, not to the
-    /// promoted replica.) A lost reply or a dropped connection is the caller's to retry, the
-    /// whole attempt, EVAL included.
-    async fn attempt<T: FromRedisValue>(
-        &self,
-        script: &Lua,
-        name: &str,
-        args: &[&dyn ToRedisArgsDyn],
-        conn: &mut Conn,
-    ) -> redis::RedisResult<T> {
-        let cluster = self.cluster();
-        match evalsha(script, &self.prefix, cluster, name, args)
-            .query_async(conn)
-            .await
-        {
-            Err(e) if no_script(&e) => {
-                eval(script, &self.prefix, cluster, name, args)
-                    .query_async(conn)
-                    .await
-            }
-            other => other,
-        }
-    }
-
-    /// Runs `script` as [`run`](Self::run) does; with a replica ack configured
-    /// ([`RedisConfig::with_replica_ack`]), `WAIT n ms` follows it in one pipeline on the same
-    /// connection, so that it waits for this very script's writes (a `WAIT` sent alone could
-    /// land on a new connection after a reconnection, whose offset is 0, and count replicas
-    /// that never saw the script). Answers the script's reply and the replicas that
-    /// acknowledged (`None` without a replica ack); the caller decides whether its reply needed
-    /// them ([`acked`](Self::acked)).
-    pub(crate) async fn run_waited<T: FromRedisValue>(
-        &self,
-        script: &Lua,
-        name: &str,
-        args: &[&dyn ToRedisArgsDyn],
-    ) -> Result<(T, Option<u32>), LockError> {
-        let Some((replicas, timeout)) = self.config.replica_ack() else {
-            return Ok((self.run(script, name, args).await?, None));
-        };
-        // Below the io_timeout, so that a refusal is told as such, not as a timeout.
-        let wait_ms = timeout
-            .min(self.config.io_timeout() * 3 / 4)
-            .as_millis()
-            .clamp(1, u128::from(u32::MAX));
-        let wait_ms = u64::try_from(wait_ms).unwrap_or(u64::MAX);
-        let waited = |script: redis::Cmd| {
-            let mut pipe = redis::pipe();
-            pipe.add_command(script)
-                .cmd("WAIT")
-                .arg(replicas)
-                .arg(wait_ms);
-            pipe
-        };
-        let mut pipe = waited(evalsha(script, &self.prefix, self.cluster(), name, args));
-        let mut conn = self.conn.clone();
-        let mut by_source = false;
-        let mut retried = false;
-        loop {
-            match pipe.query_async::<(T, u32)>(&mut conn).await {
-                Ok((reply, acked)) => return Ok((reply, Some(acked))),
-                // The server does not have the script (first use, a restart, SCRIPT FLUSH, a
-                // promoted replica): the pipeline again with its source (nothing of it ran).
-                Err(e) if !by_source && no_script(&e) => {
-                    by_source = true;
-                    pipe = waited(eval(script, &self.prefix, self.cluster(), name, args));
-                }
-                // As in `run`: the manager reconnects, and the idempotent script runs again.
-                Err(e)
-                    if !retried
-                        && (e.is_connection_dropped() || e.is_io_error() || read_only(&e)) =>
-                {
-                    retried = true;
-                }
-                Err(e) => return Err(failed(&e)),
-            }
-        }
-    }
-
-    /// `Ok` when `acked` replicas are enough for a reply that tells a caller it holds a lease
-    /// (`None`: no replica ack configured); else [`LockError::Unavailable`] saying how many.
-    fn acked(&self, acked: Option<u32>, what: &str) -> Result<(), LockError> {
-        match (self.config.replica_ack(), acked) {
-            (Some((replicas, timeout)), Some(acked)) if acked < replicas => {
-                Err(unavailable(format!(
-                    "redis: {acked} of {replicas} replicas acknowledged the {what} within {timeout:?}; not held"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// Refuses an empty namespace, or one that holds `{` or `}`.
     pub(crate) fn checked(config: &RedisConfig) -> Result<(), LockError> {
         let ns = config.namespace();
@@ -391,7 +255,7 @@ impl Protocol for Redis {
                 .ignore();
             let io = self.config.io_timeout();
             match tokio::time::timeout(io, pipe.query_async::<()>(&mut conn)).await {
-                Ok(answer) => answer.map_err(|e| failed(&e)),
+                Ok(answer) => answer.map_err(|e| crate::scripts::failed(&e)),
                 Err(_) => Err(unavailable(format!("redis did not answer within {io:?}"))),
             }
         }
